@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// The `leads` command. The sources are TypeScript that Node runs directly (type stripping),
+// which needs Node 22.18 or newer; the project brings Node 24 for its npm scripts and npx.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  process.stderr.write(
+    `leads needs Node.js 22.18 or newer (this is ${process.version}). Run it through npm (npx leads …, npm start), which uses the project's Node 24.\n`,
+  );
+  process.exit(1);
+}
+const { main } = await import('../src/cli/main.ts');
+process.exitCode = await main(process.argv.slice(2));

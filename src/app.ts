@@ -1,0 +1,117 @@
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { authPlugin } from './http/auth.ts';
+import { assertDepth, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import { requestIdFor } from './http/request-id.ts';
+import { S1Error, S2Error } from './http/schemas.ts';
+import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
+import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
+import { crmRoutes } from './modules/crm/crm.routes.ts';
+import { entitiesRoutes } from './modules/entities/entities.routes.ts';
+import { sourcesRoutes } from './modules/sources/sources.routes.ts';
+import { systemRoutes } from './modules/system/system.routes.ts';
+import { usersRoutes } from './modules/users/users.routes.ts';
+import type { Services } from './services.ts';
+
+export interface AppDeps {
+  services: Services;
+  adminTokenHash: Buffer;
+  /** pino options, or false for no logs (tests). */
+  logger: FastifyServerOptions['logger'];
+  /** Answers whether the database is reachable, for /health. */
+  checkDatabase: () => Promise<void>;
+}
+
+/** Path segments that carry a secret, replaced in logged URLs. */
+export function redactUrl(url: string): string {
+  return url
+    .replace(/\/in\/[^/?#]+/, '/in/[redacted]')
+    .replace(/([?&](?:sig|token|key|api_key)=)[^&#]*/gi, '$1[redacted]');
+}
+
+export function loggerOptions(level: string): NonNullable<FastifyServerOptions['logger']> {
+  return {
+    level,
+    redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    serializers: {
+      req(request: { method: string; url: string; ip?: string }) {
+        return { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip };
+      },
+    },
+  };
+}
+
+/** Builds the whole HTTP application; never listens (start/server.ts does). */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: deps.logger,
+    genReqId: requestIdFor,
+    bodyLimit: SINGLE_BODY_LIMIT,
+    // `__proto__` and `constructor` keys are kept as plain data; code that copies bodies uses
+    // null-prototype objects, so such keys never reach an object's prototype.
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
+    routerOptions: { maxParamLength: 200 },
+    ajv: { customOptions: { allErrors: false, removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  // Only JSON and forms are request encodings here; anything else is 415.
+  app.removeContentTypeParser('text/plain');
+  await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
+  app.addHook('preValidation', async (request) => {
+    if (request.body !== undefined) assertDepth(request.body);
+  });
+
+  app.addSchema(S2Error);
+  app.addSchema(S1Error);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Leadline API',
+        version: '1.0.0',
+        description:
+          'Lead intake and distribution. S1 (unversioned) below /api, S2 below /api/v1, the operator API below /admin/v1.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'Account API key (lk_…), or the bare key' },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'Operator token (LEADS_ADMIN_TOKEN)' },
+        },
+      },
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, index) =>
+        (json.$id as string | undefined) ?? `def-${index}`,
+    },
+    transform: ({ schema, url, route }) => {
+      const auth = route.config?.auth;
+      const security = auth?.accept.includes('admin')
+        ? [{ adminToken: [] }]
+        : auth?.accept.includes('api_key')
+          ? [{ apiKey: [] }]
+          : undefined;
+      return { schema: security ? { ...schema, security } : schema, url };
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  registerErrorHandling(app);
+  await app.register(authPlugin, { auth: deps.services.auth, adminTokenHash: deps.adminTokenHash });
+
+  const { services } = deps;
+  await app.register(systemRoutes, { checkDatabase: deps.checkDatabase });
+  await app.register(accountsRoutes, { accounts: services.accounts });
+  await app.register(apiKeysRoutes, { apiKeys: services.apiKeys });
+  await app.register(sourcesRoutes, { sources: services.sources });
+  await app.register(usersRoutes, { users: services.users });
+  await app.register(entitiesRoutes, { entities: services.entities });
+  await app.register(crmRoutes, { entities: services.entities });
+  return app;
+}

@@ -1,0 +1,76 @@
+import path from 'node:path';
+
+/** Settings read once at boot (decisions §2) and passed to whatever needs them. */
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL connection string; undefined means the embedded database (PGlite). */
+  databaseUrl: string | undefined;
+  /** Pool size for PostgreSQL connections. */
+  databasePoolSize: number;
+  dataDir: string;
+  filesDir: string;
+  /** Operator token from the environment; when absent it is generated and kept in the data dir. */
+  adminToken: string | undefined;
+  /** HMAC secret from the environment; when absent it is generated and kept in the data dir. */
+  secret: string | undefined;
+  publicUrl: string;
+  fetchAllowPrivate: boolean;
+  redisUrl: string | undefined;
+  logLevel: string;
+  /** Whether this process runs the background workers next to the HTTP server. */
+  runWorkers: boolean;
+  /** Create the demo account on the very first start (decisions §2). */
+  createDemo: boolean;
+  /** Milliseconds that a graceful shutdown waits for in-flight requests. */
+  shutdownTimeoutMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function readBool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new Error(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = readInt(env, 'PORT', 3000, 0, 65535);
+  const host = nonEmpty(env.HOST) ?? '127.0.0.1';
+  const dataDir = path.resolve(nonEmpty(env.LEADS_DATA_DIR) ?? './data');
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const publicUrl = (nonEmpty(env.PUBLIC_URL) ?? `http://${urlHost}:${port}`).replace(/\/+$/, '');
+  return {
+    port,
+    host,
+    databaseUrl: nonEmpty(env.DATABASE_URL),
+    databasePoolSize: readInt(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    dataDir,
+    filesDir: path.resolve(nonEmpty(env.LEADS_FILES_DIR) ?? path.join(dataDir, 'files')),
+    adminToken: nonEmpty(env.LEADS_ADMIN_TOKEN),
+    secret: nonEmpty(env.LEADS_SECRET),
+    publicUrl,
+    fetchAllowPrivate: readBool(env, 'LEADS_FETCH_ALLOW_PRIVATE', false),
+    redisUrl: nonEmpty(env.REDIS_URL),
+    logLevel: nonEmpty(env.LOG_LEVEL) ?? 'info',
+    runWorkers: readBool(env, 'LEADS_RUN_WORKERS', true),
+    createDemo: readBool(env, 'LEADS_DEMO', true),
+    shutdownTimeoutMs: readInt(env, 'LEADS_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  };
+}

@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Db } from './types.ts';
+
+export type DatabaseKind = 'postgres' | 'pglite';
+
+export interface DatabaseHandle {
+  db: Db;
+  kind: DatabaseKind;
+  /** Closes the pool (or the embedded database) and releases the data-directory lock. */
+  close(): Promise<void>;
+}
+
+export class DataDirLockedError extends Error {
+  constructor(lockFile: string, pid: number) {
+    super(
+      `The embedded database in ${path.dirname(lockFile)} is in use by another process (pid ${pid}). ` +
+        'Only one process may open it at a time: stop that process first, or set DATABASE_URL to use PostgreSQL.',
+    );
+    this.name = 'DataDirLockedError';
+  }
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes the exclusive lock on an embedded data directory. PGlite has no lock of its own and two
+ * processes on one directory corrupt it, so a second opener must fail at once. The lock file
+ * holds the owner's pid; a lock left by a process that no longer runs (kill -9) is taken over.
+ * Returns the function that releases it.
+ */
+export function lockDataDir(dir: string): () => void {
+  fs.mkdirSync(dir, { recursive: true });
+  const lockFile = path.join(dir, 'leads.lock');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = fs.openSync(lockFile, 'wx');
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      return () => {
+        try {
+          if (fs.readFileSync(lockFile, 'utf8').trim() === String(process.pid)) fs.unlinkSync(lockFile);
+        } catch {
+          // Already gone: nothing to release.
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number.parseInt(fs.readFileSync(lockFile, 'utf8').trim(), 10);
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processIsAlive(owner)) {
+        throw new DataDirLockedError(lockFile, owner);
+      }
+      // Stale lock of a dead process (or our own from an unclean close): remove and retry.
+      fs.rmSync(lockFile, { force: true });
+    }
+  }
+  throw new Error(`Could not take the lock on ${dir}`);
+}
+
+/** Types whose text form is kept as is: bigint (int8) as string would surprise callers, so parse it. */
+function configurePgTypes(): void {
+  pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  poolSize: number;
+  /** Embedded only: keep the database in memory (tests). */
+  inMemory?: boolean;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
+  if (options.databaseUrl) {
+    configurePgTypes();
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.poolSize,
+      // A cut connection must surface as an error, not a hang.
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+    });
+    // An idle client whose connection was terminated emits 'error' on the pool; without a
+    // listener that would crash the process. The pool drops the client and opens a new one.
+    pool.on('error', () => {});
+    const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    return {
+      db,
+      kind: 'postgres',
+      close: () => db.destroy(),
+    };
+  }
+
+  const release = options.inMemory ? () => {} : lockDataDir(options.dataDir);
+  try {
+    const pglite = options.inMemory
+      ? await PGlite.create()
+      : await PGlite.create({ dataDir: path.join(options.dataDir, 'pgdata') });
+    const db: Db = new Kysely({ dialect: new PGliteDialect({ pglite }) });
+    return {
+      db,
+      kind: 'pglite',
+      close: async () => {
+        try {
+          await db.destroy();
+        } finally {
+          release();
+        }
+      },
+    };
+  } catch (error) {
+    release();
+    throw error;
+  }
+}

@@ -1,0 +1,234 @@
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+
+/** A timestamp column: read as Date, written as Date or ISO string, defaulted by the database. */
+type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** jsonb: written as a JSON string (see db/json.ts), read as the parsed value. */
+type Json<T> = ColumnType<T, string, string>;
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  modules: string[];
+  rate_limit_per_minute: Generated<number>;
+  is_demo: Generated<boolean>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface InstanceSettingsTable {
+  account_id: Generated<string>;
+  key: string;
+  value: string;
+  created_at: CreatedAt;
+}
+
+export interface UsersTable {
+  account_id: string;
+  id: string;
+  email: string;
+  name: string;
+  created_at: CreatedAt;
+}
+
+export interface ApiKeysTable {
+  account_id: string;
+  id: string;
+  name: string;
+  prefix: string;
+  key_hash: Buffer;
+  strict: Generated<boolean>;
+  permissions: string[];
+  created_at: CreatedAt;
+  revoked_at: NullableTimestamp;
+}
+
+export interface SourcesTable {
+  account_id: string;
+  id: string;
+  name: string;
+  created_at: CreatedAt;
+}
+
+export interface SourceTokensTable {
+  account_id: string;
+  id: string;
+  source_id: string;
+  prefix: string;
+  token_hash: Buffer;
+  created_at: CreatedAt;
+  revoked_at: NullableTimestamp;
+}
+
+export interface EntitiesTable {
+  account_id: string;
+  id: string;
+  key: string;
+  name: string;
+  archived: Generated<boolean>;
+  fields: Json<unknown[]>;
+  duplicate_rule: ColumnType<unknown | null, string | null | undefined, string | null>;
+  position: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface PipelinesTable {
+  account_id: string;
+  id: string;
+  entity_id: string;
+  name: string;
+  position: number;
+  archived: Generated<boolean>;
+}
+
+export interface StagesTable {
+  account_id: string;
+  id: string;
+  pipeline_id: string;
+  name: string;
+  position: number;
+  archived: Generated<boolean>;
+}
+
+export interface RecordsTable {
+  account_id: string;
+  id: string;
+  entity_id: string;
+  name: Generated<string>;
+  fields: Json<Record<string, unknown>>;
+  source: Generated<string>;
+  source_id: string | null;
+  origin: Json<Record<string, string>>;
+  external_id: string | null;
+  email_lc: string | null;
+  dedupe_key: string | null;
+  duplicate_of: string | null;
+  pipeline_id: string | null;
+  stage_id: string | null;
+  stage_entered_at: NullableTimestamp;
+  assignee_id: string | null;
+  viewer_ids: ColumnType<string[], string[] | undefined, string[]>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface RecordEventsTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  type: string;
+  message: string;
+  actor: Generated<string>;
+  data: ColumnType<Record<string, unknown>, string | undefined, string>;
+  created_at: CreatedAt;
+}
+
+export interface StageHistoryTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  pipeline_id: string;
+  stage_id: string;
+  entered_at: CreatedAt;
+  left_at: NullableTimestamp;
+}
+
+export interface NotesTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  kind: string;
+  body: string;
+  tag: string | null;
+  sender: Generated<string>;
+  sender_name: string | null;
+  idempotency_key: string | null;
+  created_at: CreatedAt;
+}
+
+export interface DocumentsTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  field: string | null;
+  name: string;
+  mime: string;
+  size: ColumnType<string | number, number, number>;
+  sha256: string;
+  storage_key: string;
+  source_url: string | null;
+  created_at: CreatedAt;
+}
+
+export interface RecordTokensTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  token_hash: Buffer;
+  fields: string[];
+  expires_at: Timestamp;
+  created_at: CreatedAt;
+  revoked_at: NullableTimestamp;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string;
+  scope: string;
+  key: string;
+  request_hash: string;
+  state: string;
+  status_code: number | null;
+  response: ColumnType<unknown | null, string | null | undefined, string | null>;
+  lease_until: Timestamp;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
+export interface IntakeLogTable {
+  account_id: string;
+  id: string;
+  request_id: string;
+  endpoint: string;
+  outcome: string;
+  status_code: number;
+  record_id: string | null;
+  entity_key: string | null;
+  source: string | null;
+  warnings: Json<unknown[]>;
+  error: string | null;
+  created_at: CreatedAt;
+}
+
+/** Tables of the database as Kysely sees them. Module tables are added as their modules land. */
+export interface Database {
+  accounts: AccountsTable;
+  instance_settings: InstanceSettingsTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  sources: SourcesTable;
+  source_tokens: SourceTokensTable;
+  entities: EntitiesTable;
+  pipelines: PipelinesTable;
+  stages: StagesTable;
+  records: RecordsTable;
+  record_events: RecordEventsTable;
+  stage_history: StageHistoryTable;
+  notes: NotesTable;
+  documents: DocumentsTable;
+  record_tokens: RecordTokensTable;
+  idempotency_keys: IdempotencyKeysTable;
+  intake_log: IntakeLogTable;
+}
+
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+/** What a repo function runs its SQL on: the pool, or the caller's transaction. */
+export type Executor = Db | Tx;
+
+export type AccountRow = Selectable<AccountsTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type EntityRow = Selectable<EntitiesTable>;
+export type RecordRow = Selectable<RecordsTable>;
+export type NewRecord = Insertable<RecordsTable>;

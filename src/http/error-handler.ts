@@ -1,0 +1,121 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type ErrorCode, type ValidationDetail } from './errors.ts';
+
+/** S1 is everything below /api that is not below /api/v1 (interface: Conventions). */
+export function isS1Path(url: string): boolean {
+  return url.startsWith('/api/') && !url.startsWith('/api/v1/') && url.split('?')[0] !== '/api/v1';
+}
+
+/** PostgreSQL and driver errors that mean the database cannot be reached right now. */
+function isDatabaseUnavailable(error: unknown): boolean {
+  const candidate = error as { code?: unknown; message?: unknown };
+  const code = typeof candidate.code === 'string' ? candidate.code : '';
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300'].includes(code)
+  ) {
+    return true;
+  }
+  if (code.startsWith('08')) return true;
+  const message = typeof candidate.message === 'string' ? candidate.message : '';
+  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+    message,
+  );
+}
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
+  return errors.map((error) => {
+    const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+    const missing = error.params?.missingProperty;
+    const key = typeof missing === 'string' ? (path ? `${path}.${missing}` : missing) : path || 'body';
+    let reason = 'invalid_value';
+    if (error.keyword === 'required') reason = 'required';
+    else if (error.keyword === 'type') reason = 'invalid_type';
+    else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
+    else if (error.keyword === 'enum' || error.keyword === 'const' || error.keyword === 'anyOf')
+      reason = 'not_allowed';
+    else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
+    else if (
+      ['maxLength', 'minLength', 'maxItems', 'minItems', 'maximum', 'minimum'].includes(error.keyword ?? '')
+    ) {
+      reason = 'out_of_range';
+    }
+    return { key, reason, message: error.message ?? reason };
+  });
+}
+
+/** Maps whatever was thrown to the one AppError the client will see. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const fastifyError = error as FastifyError & { validation?: AjvError[]; validationContext?: string };
+  if (fastifyError.validation) {
+    // A malformed id in the path names no resource: that is a 404, not a validation error.
+    if (
+      fastifyError.validationContext === 'params' &&
+      fastifyError.validation.some((e) => e.instancePath === '/id')
+    ) {
+      return new AppError('not_found');
+    }
+    return new AppError('validation_failed', { details: detailsFromValidation(fastifyError.validation) });
+  }
+  const status = fastifyError.statusCode;
+  if (status === 413) return new AppError('payload_too_large');
+  if (status === 415) return new AppError('unsupported_media_type');
+  if (status === 429) return new AppError('rate_limited');
+  if (status === 404) return new AppError('not_found');
+  if (status === 405) return new AppError('method_not_allowed');
+  if (status === 400) return new AppError('invalid_body');
+  if (isDatabaseUnavailable(error))
+    return new AppError('service_unavailable', { headers: { 'retry-after': '1' } });
+  return new AppError('internal_error', { cause: error });
+}
+
+/** The S2 body: `{"error": code}` plus the code's own members (interface: S2 error body). */
+export function s2Body(error: AppError): Record<string, unknown> {
+  const body: Record<string, unknown> = { error: error.code };
+  if (error.details) body.details = error.details;
+  if (error.extra) Object.assign(body, error.extra);
+  return body;
+}
+
+/** The S1 body: `status`, `message`, and `errors` (field → messages) for validation. */
+export function s1Body(error: AppError): Record<string, unknown> {
+  const body: Record<string, unknown> = { status: 'error', message: error.message };
+  if (error.details) {
+    const errors: Record<string, string[]> = Object.create(null);
+    for (const detail of error.details) {
+      errors[detail.key] ??= [];
+      errors[detail.key]!.push(detail.message);
+    }
+    body.errors = { ...errors };
+  }
+  return body;
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  if (error.headers) reply.headers(error.headers);
+  const body = isS1Path(request.url) ? s1Body(error) : s2Body(error);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(body);
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) {
+      request.log.error({ err: error, code: appError.code }, 'request failed');
+    } else if (appError.code === 'internal_error') {
+      request.log.error({ err: error }, 'unexpected error');
+    }
+    return sendError(request, reply, appError);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const code: ErrorCode = isS1Path(request.url) ? 'not_found' : 'unknown_endpoint';
+    return sendError(request, reply, new AppError(code, { message: 'No route at that address' }));
+  });
+}

@@ -1,0 +1,45 @@
+import { AppError } from '../http/errors.ts';
+
+/** Position after the last row of a page: the row's sort timestamp and id (decisions §6). */
+export interface CursorPosition {
+  createdAt: string;
+  id: string;
+}
+
+export function encodeCursor(createdAt: Date | string, id: string): string {
+  const at = createdAt instanceof Date ? createdAt.toISOString() : createdAt;
+  return Buffer.from(JSON.stringify([at, id]), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): CursorPosition | null {
+  if (cursor === undefined || cursor === '') return null;
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 2 &&
+      typeof parsed[0] === 'string' &&
+      typeof parsed[1] === 'string' &&
+      !Number.isNaN(Date.parse(parsed[0])) &&
+      /^[0-9a-f-]{36}$/i.test(parsed[1])
+    ) {
+      return { createdAt: parsed[0], id: parsed[1] };
+    }
+  } catch {
+    // Falls through to the error below.
+  }
+  throw new AppError('validation_failed', {
+    details: [{ key: 'cursor', reason: 'invalid_format', message: 'cursor is not one this service issued' }],
+  });
+}
+
+/** Cuts one extra row off a page and turns it into the next cursor. */
+export function pageOf<T extends { created_at: Date; id: string }>(
+  rows: T[],
+  limit: number,
+): { items: T[]; nextCursor: string | null } {
+  if (rows.length <= limit) return { items: rows, nextCursor: null };
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1]!;
+  return { items, nextCursor: encodeCursor(last.created_at, last.id) };
+}

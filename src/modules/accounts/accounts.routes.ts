@@ -1,0 +1,71 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import {
+  Account,
+  AccountList,
+  CreateAccountBody,
+  CreatedAccount,
+  UpdateAccountBody,
+} from './accounts.schemas.ts';
+import type { AccountsService } from './accounts.service.ts';
+
+const auth = { accept: ['admin' as const] };
+const tags = ['Operator'];
+
+/** Operator API (decisions §2), authenticated with the instance's admin token. */
+export const accountsRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountsService }> = async (
+  app,
+  { accounts },
+) => {
+  app.post(
+    '/admin/v1/accounts',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'Create an account and its first API key',
+        body: CreateAccountBody,
+        response: { 201: CreatedAccount, ...s2Errors },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await accounts.create(request.body)),
+  );
+
+  app.get(
+    '/admin/v1/accounts',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'List accounts',
+        querystring: PageQuery,
+        response: { 200: AccountList, ...s2Errors },
+      },
+    },
+    async (request) => accounts.list(request.query.limit ?? 100, request.query.cursor),
+  );
+
+  app.get(
+    '/admin/v1/accounts/:id',
+    {
+      config: { auth },
+      schema: { tags, summary: 'Read an account', params: IdParams, response: { 200: Account, ...s2Errors } },
+    },
+    async (request) => accounts.get(request.params.id),
+  );
+
+  app.patch(
+    '/admin/v1/accounts/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'Change name, modules or rate limit',
+        params: IdParams,
+        body: UpdateAccountBody,
+        response: { 200: Account, ...s2Errors },
+      },
+    },
+    async (request) => accounts.update(request.params.id, request.body),
+  );
+};

@@ -1,0 +1,44 @@
+import { Type } from 'typebox';
+import { MODULES } from '../../http/auth.ts';
+import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+
+const ModuleName = Type.String({ enum: [...MODULES] });
+const AccountName = Type.String({ minLength: 1, maxLength: 200 });
+const RateLimit = Type.Integer({ minimum: 1, maximum: 1_000_000 });
+
+export const Account = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  modules: Type.Array(Type.String()),
+  rate_limit_per_minute: Type.Integer(),
+  created_at: Timestamp,
+});
+
+export const CreatedAccount = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  modules: Type.Array(Type.String()),
+  rate_limit_per_minute: Type.Integer(),
+  created_at: Timestamp,
+  api_key: Type.Object({ id: Uuid, name: Type.String(), key: Type.String() }),
+});
+
+export const CreateAccountBody = Type.Object(
+  {
+    name: AccountName,
+    modules: Type.Optional(Type.Array(ModuleName, { maxItems: 10 })),
+    rate_limit_per_minute: Type.Optional(RateLimit),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateAccountBody = Type.Object(
+  {
+    name: Type.Optional(AccountName),
+    modules: Type.Optional(Type.Array(ModuleName, { maxItems: 10 })),
+    rate_limit_per_minute: Type.Optional(RateLimit),
+  },
+  { additionalProperties: false },
+);
+
+export const AccountList = Type.Object({ accounts: Type.Array(Account), next_cursor: NextCursor });

@@ -1,0 +1,42 @@
+import { Type } from 'typebox';
+import { PERMISSIONS } from '../../http/auth.ts';
+import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+
+export const Permission = Type.String({ enum: [...PERMISSIONS] });
+
+export const ApiKeyName = Type.String({ minLength: 1, maxLength: 100 });
+
+export const ApiKey = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  prefix: Type.String(),
+  strict: Type.Boolean(),
+  permissions: Type.Array(Type.String()),
+  created_at: Timestamp,
+});
+
+export const CreatedApiKey = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  key: Type.String({ description: 'The key itself; shown only in this answer' }),
+  prefix: Type.String(),
+  strict: Type.Boolean(),
+  permissions: Type.Array(Type.String()),
+  created_at: Timestamp,
+});
+
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: ApiKeyName,
+    strict: Type.Optional(Type.Boolean()),
+    permissions: Type.Optional(Type.Array(Permission, { maxItems: 20 })),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateApiKeyBody = Type.Object(
+  { name: Type.Optional(ApiKeyName), strict: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
+export const ApiKeyList = Type.Object({ api_keys: Type.Array(ApiKey), next_cursor: NextCursor });

@@ -1,0 +1,69 @@
+import type { Executor } from '../../db/types.ts';
+
+/**
+ * Credential look-ups by hash. These are the only queries that do not start from an account
+ * id: the credential is what names the account.
+ */
+export function createAuthRepo(db: Executor) {
+  const accountColumns = [
+    'accounts.id as account_id',
+    'accounts.name as account_name',
+    'accounts.modules as account_modules',
+    'accounts.rate_limit_per_minute as account_rate_limit',
+  ] as const;
+
+  return {
+    findActiveApiKey(keyHash: Buffer) {
+      return db
+        .selectFrom('api_keys')
+        .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+        .select([
+          ...accountColumns,
+          'api_keys.id',
+          'api_keys.name',
+          'api_keys.strict',
+          'api_keys.permissions',
+        ])
+        .where('api_keys.key_hash', '=', keyHash)
+        .where('api_keys.revoked_at', 'is', null)
+        .executeTakeFirst();
+    },
+
+    findActiveSourceToken(tokenHash: Buffer) {
+      return db
+        .selectFrom('source_tokens')
+        .innerJoin('sources', (join) =>
+          join
+            .onRef('sources.account_id', '=', 'source_tokens.account_id')
+            .onRef('sources.id', '=', 'source_tokens.source_id'),
+        )
+        .innerJoin('accounts', 'accounts.id', 'source_tokens.account_id')
+        .select([...accountColumns, 'sources.id as source_id', 'sources.name as source_name'])
+        .where('source_tokens.token_hash', '=', tokenHash)
+        .where('source_tokens.revoked_at', 'is', null)
+        .executeTakeFirst();
+    },
+
+    findLiveRecordToken(tokenHash: Buffer, now: Date) {
+      return db
+        .selectFrom('record_tokens')
+        .innerJoin('accounts', 'accounts.id', 'record_tokens.account_id')
+        .select([...accountColumns, 'record_tokens.id', 'record_tokens.record_id', 'record_tokens.fields'])
+        .where('record_tokens.token_hash', '=', tokenHash)
+        .where('record_tokens.revoked_at', 'is', null)
+        .where('record_tokens.expires_at', '>', now)
+        .executeTakeFirst();
+    },
+
+    findDocumentAccount(documentId: string) {
+      return db
+        .selectFrom('documents')
+        .innerJoin('accounts', 'accounts.id', 'documents.account_id')
+        .select([...accountColumns, 'documents.id'])
+        .where('documents.id', '=', documentId)
+        .executeTakeFirst();
+    },
+  };
+}
+
+export type AuthRepo = ReturnType<typeof createAuthRepo>;

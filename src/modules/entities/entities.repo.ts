@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import { toJson } from '../../db/json.ts';
+import type { Executor } from '../../db/types.ts';
+import type { DuplicateRule, EntityDef, FieldDef, PipelineDef } from './entities.model.ts';
+
+export interface EntityInput {
+  key: string;
+  name: string;
+  archived: boolean;
+  fields: FieldDef[];
+  duplicateRule: DuplicateRule | null;
+  pipelines: { name: string; stages: string[] }[];
+}
+
+export function createEntitiesRepo(db: Executor) {
+  return {
+    /** Every entity of the account with its active pipelines and stages, in order. */
+    async loadAll(accountId: string, tx: Executor = db): Promise<EntityDef[]> {
+      const entities = await tx
+        .selectFrom('entities')
+        .select(['id', 'key', 'name', 'archived', 'fields', 'duplicate_rule', 'created_at', 'updated_at'])
+        .where('account_id', '=', accountId)
+        .orderBy('position')
+        .orderBy('created_at')
+        .execute();
+      if (entities.length === 0) return [];
+      const stages = await tx
+        .selectFrom('pipelines')
+        .leftJoin('stages', (join) =>
+          join
+            .onRef('stages.account_id', '=', 'pipelines.account_id')
+            .onRef('stages.pipeline_id', '=', 'pipelines.id')
+            .on('stages.archived', '=', false),
+        )
+        .select([
+          'pipelines.entity_id',
+          'pipelines.id as pipeline_id',
+          'pipelines.name as pipeline_name',
+          'stages.id as stage_id',
+          'stages.name as stage_name',
+        ])
+        .where('pipelines.account_id', '=', accountId)
+        .where('pipelines.archived', '=', false)
+        .orderBy('pipelines.position')
+        .orderBy('stages.position')
+        .execute();
+      const pipelinesByEntity = new Map<string, PipelineDef[]>();
+      const pipelineById = new Map<string, PipelineDef>();
+      for (const row of stages) {
+        let pipeline = pipelineById.get(row.pipeline_id);
+        if (!pipeline) {
+          pipeline = { id: row.pipeline_id, name: row.pipeline_name, stages: [] };
+          pipelineById.set(row.pipeline_id, pipeline);
+          const list = pipelinesByEntity.get(row.entity_id) ?? [];
+          list.push(pipeline);
+          pipelinesByEntity.set(row.entity_id, list);
+        }
+        if (row.stage_id && row.stage_name) pipeline.stages.push({ id: row.stage_id, name: row.stage_name });
+      }
+      return entities.map((row) => ({
+        id: row.id,
+        key: row.key,
+        name: row.name,
+        archived: row.archived,
+        fields: row.fields as FieldDef[],
+        duplicateRule: (row.duplicate_rule as DuplicateRule | null) ?? null,
+        pipelines: pipelinesByEntity.get(row.id) ?? [],
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+      }));
+    },
+
+    /**
+     * Creates or replaces the entity with this key. Pipelines and stages are matched by name, so
+     * that records keep their stage; those the new definition drops are archived, not deleted.
+     */
+    async save(
+      accountId: string,
+      input: EntityInput,
+      tx: Executor,
+    ): Promise<{ id: string; created: boolean }> {
+      const existing = await tx
+        .selectFrom('entities')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('key', '=', input.key)
+        .forUpdate()
+        .executeTakeFirst();
+      const entityId = existing?.id ?? randomUUID();
+      if (existing) {
+        await tx
+          .updateTable('entities')
+          .set({
+            name: input.name,
+            archived: input.archived,
+            fields: toJson(input.fields),
+            duplicate_rule: input.duplicateRule ? toJson(input.duplicateRule) : null,
+            updated_at: new Date(),
+          })
+          .where('account_id', '=', accountId)
+          .where('id', '=', entityId)
+          .execute();
+      } else {
+        await tx
+          .insertInto('entities')
+          .values({
+            account_id: accountId,
+            id: entityId,
+            key: input.key,
+            name: input.name,
+            archived: input.archived,
+            fields: toJson(input.fields),
+            duplicate_rule: input.duplicateRule ? toJson(input.duplicateRule) : null,
+          })
+          .execute();
+      }
+
+      const oldPipelines = await tx
+        .selectFrom('pipelines')
+        .select(['id', 'name'])
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .execute();
+      const oldByName = new Map(oldPipelines.map((p) => [p.name, p.id]));
+      const keptPipelineIds = new Set<string>();
+      for (const [position, pipeline] of input.pipelines.entries()) {
+        let pipelineId = oldByName.get(pipeline.name);
+        if (pipelineId) {
+          await tx
+            .updateTable('pipelines')
+            .set({ position, archived: false })
+            .where('account_id', '=', accountId)
+            .where('id', '=', pipelineId)
+            .execute();
+        } else {
+          pipelineId = randomUUID();
+          await tx
+            .insertInto('pipelines')
+            .values({
+              account_id: accountId,
+              id: pipelineId,
+              entity_id: entityId,
+              name: pipeline.name,
+              position,
+            })
+            .execute();
+        }
+        keptPipelineIds.add(pipelineId);
+        await saveStages(tx, accountId, pipelineId, pipeline.stages);
+      }
+      const dropped = oldPipelines.filter((p) => !keptPipelineIds.has(p.id)).map((p) => p.id);
+      if (dropped.length > 0) {
+        await tx
+          .updateTable('pipelines')
+          .set({ archived: true })
+          .where('account_id', '=', accountId)
+          .where('id', 'in', dropped)
+          .execute();
+      }
+      return { id: entityId, created: !existing };
+    },
+  };
+}
+
+async function saveStages(
+  tx: Executor,
+  accountId: string,
+  pipelineId: string,
+  names: string[],
+): Promise<void> {
+  const old = await tx
+    .selectFrom('stages')
+    .select(['id', 'name'])
+    .where('account_id', '=', accountId)
+    .where('pipeline_id', '=', pipelineId)
+    .execute();
+  const oldByName = new Map(old.map((s) => [s.name, s.id]));
+  for (const [position, name] of names.entries()) {
+    const stageId = oldByName.get(name);
+    if (stageId) {
+      await tx
+        .updateTable('stages')
+        .set({ position, archived: false })
+        .where('account_id', '=', accountId)
+        .where('id', '=', stageId)
+        .execute();
+    } else {
+      await tx
+        .insertInto('stages')
+        .values({ account_id: accountId, id: randomUUID(), pipeline_id: pipelineId, name, position })
+        .execute();
+    }
+  }
+  const keep = new Set(names);
+  const dropped = old.filter((s) => !keep.has(s.name)).map((s) => s.id);
+  if (dropped.length > 0) {
+    await tx
+      .updateTable('stages')
+      .set({ archived: true })
+      .where('account_id', '=', accountId)
+      .where('id', 'in', dropped)
+      .execute();
+  }
+}
+
+export type EntitiesRepo = ReturnType<typeof createEntitiesRepo>;

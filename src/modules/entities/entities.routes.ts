@@ -1,0 +1,87 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { accountIdOf, credentialOf } from '../../http/auth.ts';
+import { s1Errors, s2Errors } from '../../http/schemas.ts';
+import {
+  EntityKey,
+  PutEntityBody,
+  S1EntityList,
+  S2EntityList,
+  SettingsEntity,
+  SettingsEntityList,
+} from './entities.schemas.ts';
+import {
+  type EntitiesService,
+  presentEntityS1,
+  presentEntityS2,
+  presentEntitySettings,
+} from './entities.service.ts';
+
+const apiKey = { accept: ['api_key' as const] };
+const settings = { accept: ['api_key' as const], permission: 'settings' as const };
+
+export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService }> = async (
+  app,
+  { entities },
+) => {
+  app.get(
+    '/api/v1/entities',
+    {
+      config: { auth: apiKey },
+      schema: {
+        tags: ['Entities'],
+        summary: 'List entities with their fields, and the modules enabled for the account',
+        response: { 200: S2EntityList, ...s2Errors },
+      },
+    },
+    async (request) => {
+      const credential = credentialOf(request);
+      const list = await entities.all(credential.account.id);
+      return { entities: list.map(presentEntityS2), modules: credential.account.modules };
+    },
+  );
+
+  for (const path of ['/api/entities', '/api/lead-objects']) {
+    app.get(
+      path,
+      {
+        config: { auth: apiKey },
+        schema: {
+          tags: ['S1'],
+          summary: path === '/api/entities' ? 'List entities and fields' : 'Alias of GET /api/entities',
+          response: { 200: S1EntityList, ...s1Errors },
+        },
+      },
+      async (request) =>
+        (await entities.all(accountIdOf(request))).filter((e) => !e.archived).map(presentEntityS1),
+    );
+  }
+
+  app.get(
+    '/api/v1/settings/entities',
+    {
+      config: { auth: settings },
+      schema: {
+        tags: ['Settings: entities'],
+        summary: 'List entity definitions with duplicate rules and pipelines',
+        response: { 200: SettingsEntityList, ...s2Errors },
+      },
+    },
+    async (request) => ({ entities: (await entities.all(accountIdOf(request))).map(presentEntitySettings) }),
+  );
+
+  app.put(
+    '/api/v1/settings/entities/:key',
+    {
+      config: { auth: settings },
+      schema: {
+        tags: ['Settings: entities'],
+        summary: 'Create or replace an entity definition',
+        params: Type.Object({ key: EntityKey }),
+        body: PutEntityBody,
+        response: { 200: SettingsEntity, ...s2Errors },
+      },
+    },
+    async (request) => (await entities.put(accountIdOf(request), request.params.key, request.body)).entity,
+  );
+};

@@ -1,0 +1,278 @@
+import type { Db } from '../../db/types.ts';
+import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { iso } from '../../http/schemas.ts';
+import {
+  DUPLICATE_ACTIONS,
+  type DuplicateAction,
+  type DuplicateRule,
+  type EntityDef,
+  FIELD_TYPES,
+  type FieldDef,
+  type FieldType,
+  FORMATS_BY_TYPE,
+  ROLES,
+  type Role,
+} from './entities.model.ts';
+import type { EntitiesRepo } from './entities.repo.ts';
+
+/** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
+const CACHE_TTL_MS = 2_000;
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface FieldInput {
+  key: string;
+  label: string;
+  type: string;
+  format?: string | null;
+  required?: boolean;
+  options?: string[];
+  role?: string | null;
+}
+
+export interface EntityDefinitionInput {
+  name: string;
+  fields: FieldInput[];
+  duplicate_rule?: { match: string[]; action: string } | null;
+  pipelines?: { name: string; stages: string[] }[];
+  archived?: boolean;
+}
+
+function checkDefinition(input: EntityDefinitionInput): {
+  fields: FieldDef[];
+  duplicateRule: DuplicateRule | null;
+} {
+  const problems: ValidationDetail[] = [];
+  const seenKeys = new Set<string>();
+  const seenRoles = new Set<string>();
+  const fields: FieldDef[] = [];
+  for (const [index, field] of input.fields.entries()) {
+    const at = `fields.${index}`;
+    if (seenKeys.has(field.key)) {
+      problems.push({
+        key: `${at}.key`,
+        reason: 'duplicate',
+        message: `field key ${field.key} appears twice`,
+      });
+    }
+    seenKeys.add(field.key);
+    if (!(FIELD_TYPES as readonly string[]).includes(field.type)) {
+      problems.push({
+        key: `${at}.type`,
+        reason: 'not_allowed',
+        message: `type must be one of ${FIELD_TYPES.join(', ')}`,
+      });
+      continue;
+    }
+    const type = field.type as FieldType;
+    const format = field.format ?? null;
+    const allowedFormats = FORMATS_BY_TYPE[type] ?? [];
+    if (format !== null && !allowedFormats.includes(format)) {
+      problems.push({
+        key: `${at}.format`,
+        reason: 'not_allowed',
+        message: allowedFormats.length
+          ? `format of a ${type} field must be one of ${allowedFormats.join(', ')}`
+          : `a ${type} field has no format`,
+      });
+    }
+    const isSelect = type === 'select' || type === 'multiselect';
+    let options: string[] | null = null;
+    if (isSelect) {
+      if (!field.options || field.options.length === 0) {
+        problems.push({ key: `${at}.options`, reason: 'required', message: 'a select field needs options' });
+      } else if (new Set(field.options).size !== field.options.length) {
+        problems.push({ key: `${at}.options`, reason: 'duplicate', message: 'options must be distinct' });
+      }
+      options = field.options ?? [];
+    } else if (field.options !== undefined && field.options.length > 0) {
+      problems.push({
+        key: `${at}.options`,
+        reason: 'not_allowed',
+        message: 'only select fields have options',
+      });
+    }
+    const role = field.role ?? null;
+    if (role !== null) {
+      if (!(ROLES as readonly string[]).includes(role)) {
+        problems.push({
+          key: `${at}.role`,
+          reason: 'not_allowed',
+          message: `role must be one of ${ROLES.join(', ')}`,
+        });
+      } else if (seenRoles.has(role)) {
+        problems.push({
+          key: `${at}.role`,
+          reason: 'duplicate',
+          message: `role ${role} is given to two fields`,
+        });
+      } else if (type !== 'text') {
+        problems.push({ key: `${at}.role`, reason: 'not_allowed', message: 'roles belong to text fields' });
+      }
+      seenRoles.add(role);
+    }
+    fields.push({
+      key: field.key,
+      label: field.label,
+      type,
+      format,
+      required: field.required ?? false,
+      options,
+      role: role as Role | null,
+    });
+  }
+
+  let duplicateRule: DuplicateRule | null = null;
+  if (input.duplicate_rule) {
+    const { match, action } = input.duplicate_rule;
+    for (const key of match) {
+      const field = fields.find((f) => f.key === key);
+      if (!field) {
+        problems.push({ key: 'duplicate_rule.match', reason: 'unknown_field', message: `no field ${key}` });
+      } else if (['file', 'files', 'multiselect'].includes(field.type)) {
+        problems.push({
+          key: 'duplicate_rule.match',
+          reason: 'not_allowed',
+          message: `${key} cannot be compared`,
+        });
+      }
+    }
+    if (!(DUPLICATE_ACTIONS as readonly string[]).includes(action)) {
+      problems.push({
+        key: 'duplicate_rule.action',
+        reason: 'not_allowed',
+        message: 'action must be update, ignore or create',
+      });
+    }
+    duplicateRule = { match: [...new Set(match)], action: action as DuplicateAction };
+  }
+
+  const pipelineNames = new Set<string>();
+  for (const [index, pipeline] of (input.pipelines ?? []).entries()) {
+    if (pipelineNames.has(pipeline.name)) {
+      problems.push({
+        key: `pipelines.${index}.name`,
+        reason: 'duplicate',
+        message: `pipeline ${pipeline.name} appears twice`,
+      });
+    }
+    pipelineNames.add(pipeline.name);
+    if (new Set(pipeline.stages).size !== pipeline.stages.length) {
+      problems.push({
+        key: `pipelines.${index}.stages`,
+        reason: 'duplicate',
+        message: 'stage names must be distinct',
+      });
+    }
+  }
+  if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+  return { fields, duplicateRule };
+}
+
+/** S2 field item (interface: Entity; decisions §3). */
+function presentField(field: FieldDef) {
+  return {
+    key: field.key,
+    label: field.label,
+    type: field.type,
+    format: field.format,
+    required: field.required,
+    ...(field.options ? { options: field.options } : {}),
+    role: field.role,
+  };
+}
+
+export function presentEntityS2(entity: EntityDef) {
+  return {
+    key: entity.key,
+    name: entity.name,
+    archived: entity.archived,
+    fields: entity.fields.map(presentField),
+  };
+}
+
+export function presentEntityS1(entity: EntityDef) {
+  return {
+    id: entity.id,
+    slug: entity.key,
+    label: entity.name,
+    fields: entity.fields.map((field) => ({
+      key: field.key,
+      label: field.label,
+      type: field.type,
+      required: field.required,
+      ...(field.options ? { options: field.options } : {}),
+    })),
+  };
+}
+
+export function presentEntitySettings(entity: EntityDef) {
+  return {
+    id: entity.id,
+    ...presentEntityS2(entity),
+    duplicate_rule: entity.duplicateRule,
+    pipelines: entity.pipelines.map((p) => ({ name: p.name, stages: p.stages.map((s) => s.name) })),
+    created_at: iso(entity.createdAt),
+    updated_at: iso(entity.updatedAt),
+  };
+}
+
+export interface EntitiesServiceDeps {
+  db: Db;
+  repo: EntitiesRepo;
+  now?: () => number;
+}
+
+export function createEntitiesService({ db, repo, now = Date.now }: EntitiesServiceDeps) {
+  const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
+
+  async function all(accountId: string): Promise<EntityDef[]> {
+    const hit = cache.get(accountId);
+    if (hit && now() - hit.loadedAt < CACHE_TTL_MS) return hit.entities;
+    const entities = await repo.loadAll(accountId);
+    cache.set(accountId, { loadedAt: now(), entities });
+    // Bound the cache: accounts that stop sending fall out first.
+    if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
+    return entities;
+  }
+
+  return {
+    all,
+
+    invalidate(accountId: string) {
+      cache.delete(accountId);
+    },
+
+    /** By key (S2), or by slug or uuid (S1). Archived entities are found too; callers decide. */
+    async find(accountId: string, keyOrId: string): Promise<EntityDef | undefined> {
+      const entities = await all(accountId);
+      const byKey = entities.find((e) => e.key === keyOrId);
+      if (byKey) return byKey;
+      if (UUID_PATTERN.test(keyOrId)) return entities.find((e) => e.id === keyOrId.toLowerCase());
+      return undefined;
+    },
+
+    async put(accountId: string, key: string, input: EntityDefinitionInput) {
+      const checked = checkDefinition(input);
+      const saved = await db.transaction().execute((tx) =>
+        repo.save(
+          accountId,
+          {
+            key,
+            name: input.name,
+            archived: input.archived ?? false,
+            fields: checked.fields,
+            duplicateRule: checked.duplicateRule,
+            pipelines: input.pipelines ?? [],
+          },
+          tx,
+        ),
+      );
+      cache.delete(accountId);
+      const entity = (await all(accountId)).find((e) => e.id === saved.id);
+      if (!entity) throw new Error('saved entity not found');
+      return { created: saved.created, entity: presentEntitySettings(entity) };
+    },
+  };
+}
+
+export type EntitiesService = ReturnType<typeof createEntitiesService>;

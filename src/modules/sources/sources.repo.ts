@@ -1,0 +1,88 @@
+import type { Executor } from '../../db/types.ts';
+import type { CursorPosition } from '../../lib/cursor.ts';
+
+export function createSourcesRepo(db: Executor) {
+  return {
+    insert(accountId: string, source: { id: string; name: string }, tx: Executor = db) {
+      return tx
+        .insertInto('sources')
+        .values({ account_id: accountId, id: source.id, name: source.name })
+        .returning(['id', 'name', 'created_at'])
+        .executeTakeFirstOrThrow();
+    },
+
+    nameTaken(accountId: string, name: string, tx: Executor = db) {
+      return tx
+        .selectFrom('sources')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where((eb) => eb(eb.fn('lower', ['name']), '=', name.toLowerCase()))
+        .executeTakeFirst();
+    },
+
+    find(accountId: string, id: string, tx: Executor = db) {
+      return tx
+        .selectFrom('sources')
+        .select(['id', 'name', 'created_at'])
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst();
+    },
+
+    /** Sources with the display prefix of their active token, if any. */
+    list(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
+      let query = tx
+        .selectFrom('sources')
+        .leftJoin('source_tokens', (join) =>
+          join
+            .onRef('source_tokens.account_id', '=', 'sources.account_id')
+            .onRef('source_tokens.source_id', '=', 'sources.id')
+            .on('source_tokens.revoked_at', 'is', null),
+        )
+        .select(['sources.id', 'sources.name', 'sources.created_at', 'source_tokens.prefix as token_prefix'])
+        .where('sources.account_id', '=', accountId);
+      if (after) {
+        query = query.where((eb) =>
+          eb.or([
+            eb('sources.created_at', '>', new Date(after.createdAt)),
+            eb.and([
+              eb('sources.created_at', '=', new Date(after.createdAt)),
+              eb('sources.id', '>', after.id),
+            ]),
+          ]),
+        );
+      }
+      return query.orderBy('sources.created_at').orderBy('sources.id').limit(limit).execute();
+    },
+
+    revokeTokens(accountId: string, sourceId: string, tx: Executor = db) {
+      return tx
+        .updateTable('source_tokens')
+        .set({ revoked_at: new Date() })
+        .where('account_id', '=', accountId)
+        .where('source_id', '=', sourceId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+    },
+
+    insertToken(
+      accountId: string,
+      token: { id: string; sourceId: string; prefix: string; tokenHash: Buffer },
+      tx: Executor = db,
+    ) {
+      return tx
+        .insertInto('source_tokens')
+        .values({
+          account_id: accountId,
+          id: token.id,
+          source_id: token.sourceId,
+          prefix: token.prefix,
+          token_hash: token.tokenHash,
+        })
+        .execute();
+    },
+  };
+}
+
+export type SourcesRepo = ReturnType<typeof createSourcesRepo>;

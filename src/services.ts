@@ -1,0 +1,32 @@
+import type { Db } from './db/types.ts';
+import { createAccountsRepo } from './modules/accounts/accounts.repo.ts';
+import { createAccountsService } from './modules/accounts/accounts.service.ts';
+import { createApiKeysRepo } from './modules/api-keys/api-keys.repo.ts';
+import { createApiKeysService } from './modules/api-keys/api-keys.service.ts';
+import { createAuthRepo } from './modules/auth/auth.repo.ts';
+import { createAuthService } from './modules/auth/auth.service.ts';
+import { createEntitiesRepo } from './modules/entities/entities.repo.ts';
+import { createEntitiesService } from './modules/entities/entities.service.ts';
+import { createSourcesRepo } from './modules/sources/sources.repo.ts';
+import { createSourcesService } from './modules/sources/sources.service.ts';
+import { createUsersRepo } from './modules/users/users.repo.ts';
+import { createUsersService } from './modules/users/users.service.ts';
+
+export interface ServiceDeps {
+  db: Db;
+  /** HMAC key for signed document addresses, record tokens and booking tokens. */
+  secret: string;
+}
+
+/** The one place where repos and services are put together. */
+export function createServices({ db, secret }: ServiceDeps) {
+  const auth = createAuthService({ repo: createAuthRepo(db), secret });
+  const apiKeys = createApiKeysService({ repo: createApiKeysRepo(db) });
+  const accounts = createAccountsService({ db, repo: createAccountsRepo(db), apiKeys });
+  const entities = createEntitiesService({ db, repo: createEntitiesRepo(db) });
+  const sources = createSourcesService({ db, repo: createSourcesRepo(db) });
+  const users = createUsersService({ repo: createUsersRepo(db) });
+  return { auth, apiKeys, accounts, entities, sources, users };
+}
+
+export type Services = ReturnType<typeof createServices>;

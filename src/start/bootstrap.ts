@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/types.ts';
+import { generateToken, hashSecret } from '../lib/credentials.ts';
+import { createInstanceRepo } from '../modules/instance/instance.repo.ts';
+import type { Services } from '../services.ts';
+
+export interface InstanceSecrets {
+  adminTokenHash: Buffer;
+  secret: string;
+  /** The generated operator token, only on the start that generated it. */
+  newAdminToken?: string;
+}
+
+/**
+ * The operator token and the HMAC secret: from the environment when set, else generated on the
+ * first start and kept in the database (so that every node of an instance agrees). Of the
+ * operator token only the hash is kept; it is printed once, when generated.
+ */
+export async function ensureInstanceSecrets(
+  db: Db,
+  config: Pick<Config, 'adminToken' | 'secret'>,
+): Promise<InstanceSecrets> {
+  const repo = createInstanceRepo(db);
+  const secret = config.secret ?? (await repo.setOnce('secret', randomBytes(32).toString('base64url')));
+  if (config.adminToken) return { adminTokenHash: hashSecret(config.adminToken), secret };
+  const candidate = generateToken('adm_');
+  const storedHash = await repo.setOnce('admin_token_sha256', hashSecret(candidate).toString('hex'));
+  const adminTokenHash = Buffer.from(storedHash, 'hex');
+  const generatedNow = adminTokenHash.equals(hashSecret(candidate));
+  return { adminTokenHash, secret, ...(generatedNow ? { newAdminToken: candidate } : {}) };
+}
+
+/** The demo account's entity (decisions §2): typed fields, an email role, a select field, a pipeline. */
+export const DEMO_ENTITY = {
+  name: 'Lead',
+  fields: [
+    { key: 'first_name', label: 'First name', type: 'text', role: 'first_name' },
+    { key: 'last_name', label: 'Last name', type: 'text', role: 'last_name' },
+    { key: 'email', label: 'Email', type: 'text', format: 'email', required: true, role: 'email' },
+    { key: 'phone', label: 'Phone', type: 'text', format: 'phone', role: 'phone' },
+    { key: 'company', label: 'Company', type: 'text', role: 'company' },
+    { key: 'interest', label: 'Interest', type: 'select', options: ['Solar', 'Heat pump', 'Battery'] },
+    { key: 'budget', label: 'Budget', type: 'number', format: 'currency' },
+    { key: 'postal_code', label: 'Postal code', type: 'text', format: 'postal_code' },
+    { key: 'message', label: 'Message', type: 'textarea' },
+    { key: 'consent', label: 'Consent', type: 'boolean' },
+    { key: 'attachments', label: 'Attachments', type: 'files' },
+  ],
+  duplicate_rule: { match: ['email'], action: 'update' },
+  pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Qualified', 'Won', 'Lost'] }],
+};
+
+export interface DemoAccount {
+  accountId: string;
+  apiKey: string;
+}
+
+/** Creates the demo account on the very first start of an instance; later starts do nothing. */
+export async function createDemoOnce(db: Db, services: Services): Promise<DemoAccount | null> {
+  const repo = createInstanceRepo(db);
+  if (await repo.get('demo_created_at')) return null;
+  // Two nodes starting at once on a new database: only the one whose claim is stored goes on.
+  const claim = new Date().toISOString() + randomBytes(4).toString('hex');
+  if ((await repo.setOnce('demo_created_at', claim)) !== claim) return null;
+  const account = await services.accounts.create({
+    name: 'Demo',
+    modules: ['crm', 'distribution', 'booking'],
+    isDemo: true,
+  });
+  await repo.set('demo_account_id', account.id);
+  await services.entities.put(account.id, 'lead', DEMO_ENTITY);
+  return { accountId: account.id, apiKey: account.api_key.key };
+}
+
+export function firstStartBanner(options: {
+  publicUrl: string;
+  apiKey?: string;
+  adminToken?: string;
+}): string {
+  const lines = ['', '  Leadline is running at ' + options.publicUrl, ''];
+  if (options.adminToken) {
+    lines.push(`  Operator token (shown once; /admin/v1): ${options.adminToken}`);
+  }
+  if (options.apiKey) {
+    lines.push(`  Demo account API key (shown once):     ${options.apiKey}`);
+    lines.push('', '  Try it:', '');
+    lines.push(`  curl -s ${options.publicUrl}/api/v1/entities -H 'Authorization: Bearer ${options.apiKey}'`);
+  }
+  lines.push('', `  API reference: ${options.publicUrl}/docs`, '');
+  return lines.join('\n');
+}

@@ -1,0 +1,31 @@
+import type { Config } from '../config.ts';
+import { type DatabaseHandle, openDatabase } from '../db/client.ts';
+import { migrate } from '../db/migrate.ts';
+import { createServices, type Services } from '../services.ts';
+import { ensureInstanceSecrets, type InstanceSecrets } from './bootstrap.ts';
+
+export interface Runtime {
+  config: Config;
+  database: DatabaseHandle;
+  services: Services;
+  secrets: InstanceSecrets;
+  appliedMigrations: string[];
+}
+
+/** Opens the database, brings its schema up to date, and wires the services: what every command starts with. */
+export async function openRuntime(config: Config): Promise<Runtime> {
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+  });
+  try {
+    const { applied } = await migrate(database.db);
+    const secrets = await ensureInstanceSecrets(database.db, config);
+    const services = createServices({ db: database.db, secret: secrets.secret });
+    return { config, database, services, secrets, appliedMigrations: applied };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import { buildApp } from '../../src/app.ts';
+import type { DatabaseKind } from '../../src/db/client.ts';
+import type { Db } from '../../src/db/types.ts';
+import { hashSecret } from '../../src/lib/credentials.ts';
+import { createServices, type Services } from '../../src/services.ts';
+import { ContractChecker } from './contract.ts';
+import { createTestDatabase, type TestDatabase } from './databases.ts';
+
+export const ADMIN_TOKEN = 'adm_test_operator_token_0123456789';
+export const TEST_SECRET = 'test-secret-for-hmac-signatures-0123456789';
+
+export interface TestAccount {
+  id: string;
+  apiKey: string;
+}
+
+export interface Request {
+  method: InjectOptions['method'];
+  url: string;
+  /** Sent as `Authorization: Bearer <key>`. */
+  key?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  /** A raw payload (string or buffer) instead of JSON. */
+  payload?: string | Buffer;
+}
+
+export interface TestApp {
+  kind: DatabaseKind;
+  app: FastifyInstance;
+  db: Db;
+  services: Services;
+  database: TestDatabase;
+  /** Injects a request and checks the answer against the OpenAPI document. */
+  request(request: Request): Promise<LightMyRequestResponse & { json<T = any>(): T }>;
+  /** A new account through the operator API; each test gets its own tenant. */
+  createAccount(options?: { modules?: string[]; name?: string }): Promise<TestAccount>;
+  close(): Promise<void>;
+}
+
+/** The app in memory over a fresh database of the given kind. */
+export async function startTestApp(kind: DatabaseKind): Promise<TestApp> {
+  const database = await createTestDatabase(kind);
+  const db = database.handle.db;
+  const services = createServices({ db, secret: TEST_SECRET });
+  const app = await buildApp({
+    services,
+    adminTokenHash: hashSecret(ADMIN_TOKEN),
+    logger: false,
+    checkDatabase: async () => {
+      await sql`SELECT 1`.execute(db);
+    },
+  });
+  await app.ready();
+  const contract = new ContractChecker(app.swagger() as never);
+
+  async function request(req: Request) {
+    const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
+    if (req.key !== undefined) headers.authorization = `Bearer ${req.key}`;
+    const options: InjectOptions = { method: req.method, url: req.url, headers };
+    if (req.payload !== undefined) options.payload = req.payload;
+    else if (req.body !== undefined) options.payload = req.body as InjectOptions['payload'];
+    const response = await app.inject(options);
+    contract.check(String(req.method), req.url, response);
+    return response;
+  }
+
+  return {
+    kind,
+    app,
+    db,
+    services,
+    database,
+    request,
+    async createAccount(options = {}) {
+      const response = await request({
+        method: 'POST',
+        url: '/admin/v1/accounts',
+        key: ADMIN_TOKEN,
+        body: { name: options.name ?? 'Test account', modules: options.modules ?? [] },
+      });
+      if (response.statusCode !== 201) throw new Error(`account creation failed: ${response.body}`);
+      const body = response.json();
+      return { id: body.id, apiKey: body.api_key.key };
+    },
+    async close() {
+      await app.close();
+      await database.drop();
+    },
+  };
+}
