@@ -12,6 +12,7 @@ import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
+import { intakeRoutes } from './modules/intake/intake.routes.ts';
 import { sourcesRoutes } from './modules/sources/sources.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
@@ -113,5 +114,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(usersRoutes, { users: services.users });
   await app.register(entitiesRoutes, { entities: services.entities });
   await app.register(crmRoutes, { entities: services.entities });
+  await app.register(intakeRoutes, { intakeApi: services.intakeApi, intake: services.intake });
   return app;
 }

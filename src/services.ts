@@ -7,6 +7,12 @@ import { createAuthRepo } from './modules/auth/auth.repo.ts';
 import { createAuthService } from './modules/auth/auth.service.ts';
 import { createEntitiesRepo } from './modules/entities/entities.repo.ts';
 import { createEntitiesService } from './modules/entities/entities.service.ts';
+import { createIdempotencyRepo } from './modules/idempotency/idempotency.repo.ts';
+import { createIdempotencyService } from './modules/idempotency/idempotency.service.ts';
+import { createIntakeApi } from './modules/intake/intake.api.ts';
+import { createIntakeRepo } from './modules/intake/intake.repo.ts';
+import { createIntakeService } from './modules/intake/intake.service.ts';
+import { createRecordsRepo } from './modules/records/records.repo.ts';
 import { createSourcesRepo } from './modules/sources/sources.repo.ts';
 import { createSourcesService } from './modules/sources/sources.service.ts';
 import { createUsersRepo } from './modules/users/users.repo.ts';
@@ -25,8 +31,19 @@ export function createServices({ db, secret }: ServiceDeps) {
   const accounts = createAccountsService({ db, repo: createAccountsRepo(db), apiKeys });
   const entities = createEntitiesService({ db, repo: createEntitiesRepo(db) });
   const sources = createSourcesService({ db, repo: createSourcesRepo(db) });
-  const users = createUsersService({ repo: createUsersRepo(db) });
-  return { auth, apiKeys, accounts, entities, sources, users };
+  const usersRepo = createUsersRepo(db);
+  const users = createUsersService({ repo: usersRepo });
+  const idempotency = createIdempotencyService({ repo: createIdempotencyRepo(db) });
+  const recordsRepo = createRecordsRepo(db);
+  const intake = createIntakeService({
+    db,
+    entities,
+    records: recordsRepo,
+    users: usersRepo,
+    intakeLog: createIntakeRepo(db),
+  });
+  const intakeApi = createIntakeApi({ intake, idempotency });
+  return { auth, apiKeys, accounts, entities, sources, users, idempotency, intake, intakeApi };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,4 +1,4 @@
-import Ajv2020 from 'ajv/dist/2020.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { LightMyRequestResponse } from 'fastify';
 
@@ -16,9 +16,9 @@ type OpenApiDoc = {
  */
 export class ContractChecker {
   readonly #doc: OpenApiDoc;
-  readonly #ajv: InstanceType<typeof Ajv2020>;
+  readonly #ajv: Ajv2020;
   readonly #routes: { method: string; pattern: RegExp; path: string }[];
-  readonly #validators = new Map<string, ReturnType<InstanceType<typeof Ajv2020>['compile']>>();
+  readonly #validators = new Map<string, ReturnType<Ajv2020['compile']>>();
 
   constructor(doc: OpenApiDoc) {
     this.#doc = doc;

@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Executor } from '../../db/types.ts';
+import { s2Body } from '../../http/error-handler.ts';
+import { AppError } from '../../http/errors.ts';
+import type { IdempotencyRef, IdempotencyRepo } from './idempotency.repo.ts';
+
+/** Keys are kept 24 hours (decisions §4). */
+const TTL_HOURS = 24;
+/** A running claim is renewed while its request works; one left by a dead process is free after this. */
+const LEASE_SECONDS = 15;
+const RENEW_EVERY_MS = 5_000;
+/** A repeat waits this long for the first request's answer before 409 idempotency_key_in_use. */
+const DEFAULT_WAIT_MS = 30_000;
+const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
+
+export interface StoredAnswer {
+  status: number;
+  body: unknown;
+}
+
+export interface IdempotentResult extends StoredAnswer {
+  replayed: boolean;
+}
+
+/** Records the answer inside the transaction that makes the write, so both commit or neither. */
+export type StoreAnswer = (tx: Executor, answer: StoredAnswer) => Promise<void>;
+
+/** Canonical JSON (sorted keys), so that key order does not make two equal bodies differ. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value !== null && typeof value === 'object') {
+    const out: [string, unknown][] = Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical((value as Record<string, unknown>)[key])]);
+    return out;
+  }
+  return value;
+}
+
+export function requestHash(body: unknown): string {
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(body) ?? null))
+    .digest('hex');
+}
+
+/** 1–255 printable ASCII characters without leading or trailing spaces (decisions §4). */
+export function checkIdempotencyKey(key: unknown): string {
+  if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+    throw new AppError('invalid_idempotency_key', {
+      message: 'An idempotency key is 1 to 255 printable characters',
+    });
+  }
+  return key;
+}
+
+/** Answers that are not kept, so that a retry runs afresh (decisions §4). */
+function isStorable(status: number): boolean {
+  return status !== 401 && status !== 429 && status < 500;
+}
+
+export interface IdempotencyServiceDeps {
+  repo: IdempotencyRepo;
+  waitMs?: number;
+  pollMs?: number;
+}
+
+export function createIdempotencyService({
+  repo,
+  waitMs = DEFAULT_WAIT_MS,
+  pollMs = 50,
+}: IdempotencyServiceDeps) {
+  async function waitForAnswer(
+    accountId: string,
+    ref: IdempotencyRef,
+    hash: string,
+  ): Promise<IdempotentResult | 'claim'> {
+    const deadline = Date.now() + waitMs;
+    let delay = pollMs;
+    for (;;) {
+      const row = await repo.find(accountId, ref);
+      if (!row) {
+        if (await repo.claim(accountId, ref, hash, LEASE_SECONDS, TTL_HOURS)) return 'claim';
+        continue;
+      }
+      if (row.state === 'done' && !row.expired) {
+        if (row.request_hash !== hash) throw new AppError('idempotency_key_reused');
+        return { status: row.status_code ?? 200, body: row.response, replayed: true };
+      }
+      if (row.request_hash !== hash && row.state === 'running' && !row.lease_expired) {
+        throw new AppError('idempotency_key_reused');
+      }
+      if (row.lease_expired || row.expired) {
+        if (await repo.takeOver(accountId, ref, hash, LEASE_SECONDS, TTL_HOURS)) return 'claim';
+        continue;
+      }
+      if (Date.now() >= deadline) {
+        throw new AppError('idempotency_key_in_use', {
+          message: 'A request with this idempotency key is still running',
+          headers: { 'retry-after': '1' },
+        });
+      }
+      await sleep(delay);
+      delay = Math.min(delay * 2, 500);
+    }
+  }
+
+  return {
+    /**
+     * Runs `work` at most once per key: a repeat gets the stored answer, a concurrent repeat
+     * waits for it (through the database, so across processes too). `work` stores its answer
+     * with `store` inside its own transaction; an answer it returns without storing (or an
+     * error of a storable status) is stored here.
+     */
+    async run(
+      accountId: string,
+      ref: IdempotencyRef,
+      body: unknown,
+      work: (store: StoreAnswer) => Promise<StoredAnswer>,
+    ): Promise<IdempotentResult> {
+      const hash = requestHash(body);
+      const claimed = (await repo.claim(accountId, ref, hash, LEASE_SECONDS, TTL_HOURS))
+        ? 'claim'
+        : await waitForAnswer(accountId, ref, hash);
+      if (claimed !== 'claim') return claimed;
+
+      let stored = false;
+      const store: StoreAnswer = async (tx, answer) => {
+        await repo.complete(accountId, ref, answer.status, answer.body, tx);
+        stored = true;
+      };
+      const renew = setInterval(() => {
+        repo.renewLease(accountId, ref, LEASE_SECONDS).catch(() => {});
+      }, RENEW_EVERY_MS);
+      renew.unref();
+      try {
+        const answer = await work(store);
+        if (!stored) {
+          if (isStorable(answer.status)) await repo.complete(accountId, ref, answer.status, answer.body);
+          else await repo.release(accountId, ref);
+        }
+        return { ...answer, replayed: false };
+      } catch (error) {
+        if (error instanceof AppError && isStorable(error.status) && !stored) {
+          // The refusal itself is the answer to this key: a repeat gets the same refusal.
+          const body = s2Body(error);
+          await repo.complete(accountId, ref, error.status, body);
+          return { status: error.status, body, replayed: false };
+        }
+        if (!stored) await repo.release(accountId, ref).catch(() => {});
+        throw error;
+      } finally {
+        clearInterval(renew);
+      }
+    },
+  };
+}
+
+export type IdempotencyService = ReturnType<typeof createIdempotencyService>;

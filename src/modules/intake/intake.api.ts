@@ -1,0 +1,136 @@
+import { s2Body } from '../../http/error-handler.ts';
+import { AppError } from '../../http/errors.ts';
+import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
+import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
+import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
+
+/** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
+const RECORD_SCOPE = 'POST /api/v1/records';
+const BULK_SCOPE = 'POST /api/v1/records/bulk';
+
+export interface Answer {
+  status: number;
+  body: unknown;
+  replayed: boolean;
+}
+
+function s2Response(outcome: IntakeOutcome) {
+  return {
+    id: outcome.recordId,
+    entity: outcome.entityKey,
+    created: outcome.created,
+    updated: outcome.updated,
+    warnings: outcome.warnings,
+  };
+}
+
+/** The S2 and S1 intake endpoints over the intake service, with idempotency where it applies. */
+export function createIntakeApi({
+  intake,
+  idempotency,
+}: {
+  intake: IntakeService;
+  idempotency: IdempotencyService;
+}) {
+  async function recordOnce(
+    ctx: IntakeContext,
+    body: S2RecordBody,
+    headerKey: unknown,
+    scope: string,
+  ): Promise<Answer> {
+    const rawKey = idempotencyKeyOf(body, headerKey);
+    const run = async (store?: Parameters<IntakeService['intakeOne']>[3]) => {
+      const handover = readS2Body(body, ctx.modules);
+      const { status, body: answer } = await intake.intakeOne(ctx, handover, s2Response, store);
+      return { status, body: answer };
+    };
+    if (rawKey === undefined) return { ...(await run()), replayed: false };
+    const key = checkIdempotencyKey(rawKey);
+    return idempotency.run(ctx.accountId, { scope, key }, body, (store) => run(store));
+  }
+
+  return {
+    /** POST /api/v1/records and POST /api/v1/in/{token}. */
+    record(ctx: IntakeContext, body: S2RecordBody, headerKey: unknown): Promise<Answer> {
+      return recordOnce(ctx, body, headerKey, RECORD_SCOPE);
+    },
+
+    /** POST /api/v1/records/bulk: each entry alone; a failed one never blocks the others. */
+    async bulk(
+      ctx: IntakeContext,
+      body: { records: Record<string, unknown>[] },
+      headerKey: unknown,
+    ): Promise<Answer> {
+      const work = async () => {
+        const results: unknown[] = [];
+        let accepted = 0;
+        for (const entry of body.records) {
+          try {
+            if (typeof entry.entity !== 'string' || entry.entity === '') {
+              throw new AppError('validation_failed', {
+                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
+              });
+            }
+            const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
+            if (answer.status >= 400) {
+              results.push(answer.body);
+              continue;
+            }
+            accepted += 1;
+            results.push(answer.body);
+          } catch (error) {
+            if (
+              !(error instanceof AppError) ||
+              error.status >= 500 ||
+              error.status === 401 ||
+              error.status === 429
+            )
+              throw error;
+            results.push(s2Body(error));
+          }
+        }
+        return { status: 200, body: { accepted, rejected: body.records.length - accepted, results } };
+      };
+      if (headerKey === undefined || headerKey === '') return { ...(await work()), replayed: false };
+      const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);
+      return idempotency.run(ctx.accountId, { scope: BULK_SCOPE, key }, body, work);
+    },
+
+    /** POST /api/intake (S1). */
+    async s1Lead(ctx: IntakeContext, body: Record<string, unknown>) {
+      const handover = readS1Lead(body, ctx.modules);
+      const { outcome } = await intake.intakeOne(ctx, handover, () => null);
+      return { status: 'success' as const, lead_id: outcome.recordId, created_at: outcome.createdAt };
+    },
+
+    /** POST /api/leads/bulk (S1): all or nothing. */
+    async s1Bulk(
+      ctx: IntakeContext,
+      body: { entity: string; batch: Record<string, unknown>[]; source?: string; note?: string },
+    ) {
+      const handovers = body.batch.map((lead, index) => {
+        try {
+          const handover = readS1Lead({ ...lead, entity: body.entity }, ctx.modules, {
+            source: body.source ?? null,
+          });
+          if (body.note) handover.notes.push({ body: body.note });
+          return handover;
+        } catch (error) {
+          if (error instanceof AppError && error.details) {
+            throw new AppError(error.code, {
+              details: error.details.map((d) => ({ ...d, key: `batch.${index}.${d.key}` })),
+            });
+          }
+          throw error;
+        }
+      });
+      const outcomes = await intake.intakeAll(ctx, handovers);
+      return {
+        status: 'success' as const,
+        created: outcomes.map((outcome) => ({ lead_id: outcome.recordId, email: outcome.email })),
+      };
+    },
+  };
+}
+
+export type IntakeApi = ReturnType<typeof createIntakeApi>;

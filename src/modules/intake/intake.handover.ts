@@ -1,0 +1,231 @@
+import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import type { Handover, HandoverNote, Warning } from './intake.service.ts';
+
+/** Top-level keys of POST /api/v1/records that are not field names (interface: rule 1). */
+export const S2_RESERVED_KEYS = new Set([
+  'entity',
+  'fields',
+  'note',
+  'documents',
+  'crm',
+  'booking',
+  'distribution',
+  'meta',
+]);
+export const ORIGIN_KEYS = [
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_content',
+  'utm_term',
+  'gclid',
+  'fbclid',
+  'referrer',
+] as const;
+const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
+/** The module each optional intake node needs. */
+const MODULE_NODES = [
+  ['crm', 'crm'],
+  ['booking', 'booking'],
+  ['distribution', 'distribution'],
+] as const;
+
+export interface S2RecordBody {
+  entity: string;
+  fields?: Record<string, unknown>;
+  note?: string;
+  documents?: { url: string; name?: string; field?: string }[];
+  crm?: { stage: string; pipeline?: string };
+  booking?: { title?: string; duration_minutes?: number; starts_at?: string };
+  distribution?: { partner_ids?: string[] };
+  meta?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+function ownEntries(value: object): [string, unknown][] {
+  // Object.keys lists own keys only, and a JSON `__proto__` key is an own key: it stays data.
+  return Object.keys(value).map((key) => [key, (value as Record<string, unknown>)[key]]);
+}
+
+function metaString(
+  meta: Record<string, unknown>,
+  key: string,
+  max: number,
+  problems: ValidationDetail[],
+): string | null {
+  const value = meta[key];
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value !== 'string' && typeof value !== 'number') {
+    problems.push({ key: `meta.${key}`, reason: 'invalid_type', message: `meta.${key} must be text` });
+    return null;
+  }
+  const text = String(value).trim();
+  if (text.length > max) {
+    problems.push({
+      key: `meta.${key}`,
+      reason: 'too_long',
+      message: `meta.${key} is longer than ${max} characters`,
+    });
+    return null;
+  }
+  return text === '' ? null : text;
+}
+
+/** Reads a POST /api/v1/records body (or one bulk entry) into a handover. */
+export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
+  const warnings: Warning[] = [];
+  const problems: ValidationDetail[] = [];
+  const submitted: [string, unknown][] = [];
+  if (body.fields !== undefined) {
+    if (body.fields === null || typeof body.fields !== 'object' || Array.isArray(body.fields)) {
+      problems.push({ key: 'fields', reason: 'invalid_type', message: 'fields must be an object' });
+    } else {
+      submitted.push(...ownEntries(body.fields));
+    }
+  }
+  for (const [key, value] of ownEntries(body)) {
+    if (!S2_RESERVED_KEYS.has(key)) submitted.push([key, value]);
+  }
+
+  const meta = body.meta ?? {};
+  const origin: Record<string, string> = {};
+  for (const key of ORIGIN_KEYS) {
+    const value = metaString(meta, key, 2000, problems);
+    if (value !== null) origin[key] = value;
+  }
+  for (const key of Object.keys(meta)) {
+    if (!META_KEYS.has(key)) warnings.push({ key: `meta.${key}`, reason: 'unmapped' });
+  }
+  const source = metaString(meta, 'source', 100, problems);
+  const externalId = metaString(meta, 'external_id', 255, problems);
+
+  for (const [node, module] of MODULE_NODES) {
+    if (body[node] !== undefined && !modules.includes(module)) {
+      warnings.push({
+        key: node,
+        reason: 'module_not_enabled',
+        message: `the ${module} module is not enabled`,
+      });
+    }
+  }
+  const crm =
+    body.crm && modules.includes('crm')
+      ? { stage: body.crm.stage, pipeline: body.crm.pipeline, keyPrefix: 'crm.' }
+      : null;
+
+  if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+  const notes: HandoverNote[] =
+    body.note !== undefined && body.note.trim() !== '' ? [{ body: body.note }] : [];
+  return {
+    entity: body.entity,
+    submitted,
+    notes,
+    source,
+    externalId,
+    origin,
+    crm,
+    assignee: null,
+    viewers: [],
+    warnings,
+  };
+}
+
+/** The idempotency key of a handover: `meta.idempotency_key`, else the `Idempotency-Key` header. */
+export function idempotencyKeyOf(
+  body: { meta?: Record<string, unknown> } | undefined,
+  header: unknown,
+): unknown {
+  const fromBody = body?.meta?.idempotency_key;
+  if (fromBody !== undefined && fromBody !== null && fromBody !== '') return fromBody;
+  if (Array.isArray(header)) return header[0];
+  return header === undefined || header === '' ? undefined : header;
+}
+
+/** Keys of POST /api/intake that are parameters, not field names. */
+const S1_RESERVED_KEYS = new Set(['entity', 'lead_object', 'assignee', 'viewers', 'note', 'notes']);
+
+function asList(value: unknown): unknown[] {
+  if (value === undefined || value === null || value === '') return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function readS1Notes(body: Record<string, unknown>, problems: ValidationDetail[]): HandoverNote[] {
+  const notes: HandoverNote[] = [];
+  for (const item of [...asList(body.note), ...asList(body.notes)]) {
+    if (typeof item === 'string') {
+      if (item.trim() !== '') notes.push({ body: item.slice(0, 10_000) });
+    } else if (item && typeof item === 'object' && typeof (item as { text?: unknown }).text === 'string') {
+      const { text, tag } = item as { text: string; tag?: unknown };
+      if (text.trim() !== '')
+        notes.push({ body: text.slice(0, 10_000), tag: typeof tag === 'string' ? tag.slice(0, 100) : null });
+    } else {
+      problems.push({
+        key: 'notes',
+        reason: 'invalid_type',
+        message: 'notes are strings or {text, tag} objects',
+      });
+    }
+  }
+  if (notes.length > 50) problems.push({ key: 'notes', reason: 'too_many', message: 'at most 50 notes' });
+  return notes;
+}
+
+/**
+ * Reads a flat S1 lead (POST /api/intake body, or one S1 bulk item). `status:<pipeline>` keys
+ * place the lead in a stage and need the CRM module (decisions §7).
+ */
+export function readS1Lead(
+  body: Record<string, unknown>,
+  modules: string[],
+  defaults: { entity?: string; source?: string | null } = {},
+): Handover {
+  const problems: ValidationDetail[] = [];
+  const entity = body.entity ?? body.lead_object ?? defaults.entity;
+  if (typeof entity !== 'string' || entity.trim() === '') {
+    problems.push({ key: 'entity', reason: 'required', message: 'entity (or lead_object) is required' });
+  }
+  let crm: Handover['crm'] = null;
+  const submitted: [string, unknown][] = [];
+  for (const [key, value] of ownEntries(body)) {
+    if (S1_RESERVED_KEYS.has(key)) continue;
+    if (key.toLowerCase().startsWith('status:')) {
+      if (!modules.includes('crm')) throw new AppError('module_not_enabled');
+      const pipeline = key.slice('status:'.length).trim();
+      if (typeof value !== 'string' || value.trim() === '') {
+        problems.push({ key, reason: 'invalid_type', message: `${key} must name a status` });
+      } else {
+        crm = { pipeline: pipeline || null, stage: value.trim(), keyPrefix: `${key}.` };
+      }
+      continue;
+    }
+    submitted.push([key, value]);
+  }
+  const assignee = body.assignee;
+  if (assignee !== undefined && assignee !== '' && typeof assignee !== 'string') {
+    problems.push({ key: 'assignee', reason: 'invalid_type', message: 'assignee is a user uuid or email' });
+  }
+  const viewers: string[] = [];
+  for (const viewer of asList(body.viewers)) {
+    if (typeof viewer !== 'string') {
+      problems.push({ key: 'viewers', reason: 'invalid_type', message: 'viewers are user uuids or emails' });
+      continue;
+    }
+    for (const part of viewer.split(',')) if (part.trim() !== '') viewers.push(part.trim());
+  }
+  if (viewers.length > 100)
+    problems.push({ key: 'viewers', reason: 'too_many', message: 'at most 100 viewers' });
+  const notes = readS1Notes(body, problems);
+  if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+  return {
+    entity: (entity as string).trim(),
+    submitted,
+    notes,
+    source: defaults.source ?? null,
+    externalId: null,
+    origin: {},
+    crm,
+    assignee: typeof assignee === 'string' && assignee.trim() !== '' ? assignee.trim() : null,
+    viewers,
+    warnings: [],
+  };
+}

@@ -1,0 +1,157 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { accountIdOf, credentialOf } from '../../http/auth.ts';
+import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
+import { PageQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
+import type { Answer, IntakeApi } from './intake.api.ts';
+import {
+  BulkBody,
+  BulkResponse,
+  IntakeLogList,
+  IntakeResponse,
+  S1BulkBody,
+  S1BulkResponse,
+  S1IntakeBody,
+  S1IntakeResponse,
+  S2RecordBody,
+} from './intake.schemas.ts';
+import type { IntakeContext, IntakeService } from './intake.service.ts';
+
+const recordsWrite = { accept: ['api_key' as const], permission: 'records:write' as const };
+const tags = ['Intake'];
+
+function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
+  const credential = credentialOf(request);
+  return {
+    accountId: credential.account.id,
+    modules: credential.account.modules,
+    strict: credential.kind === 'api_key' && credential.strict,
+    sourceId: credential.kind === 'source_token' ? credential.sourceId : null,
+    sourceName: credential.kind === 'source_token' ? credential.sourceName : null,
+    keyName: credential.kind === 'api_key' ? credential.keyName : null,
+    requestId: request.id,
+    endpoint,
+  };
+}
+
+function send(reply: FastifyReply, answer: Answer) {
+  if (answer.replayed) reply.header('idempotent-replayed', 'true');
+  return reply.code(answer.status).send(answer.body as never);
+}
+
+const recordResponses = { 200: IntakeResponse, 201: IntakeResponse, ...s2Errors };
+
+export const intakeRoutes: FastifyPluginAsyncTypebox<{
+  intakeApi: IntakeApi;
+  intake: IntakeService;
+}> = async (app, { intakeApi, intake }) => {
+  app.post(
+    '/api/v1/records',
+    {
+      config: { auth: recordsWrite },
+      schema: {
+        tags,
+        summary: 'Take in a record (201 created, 200 updated or duplicate)',
+        body: S2RecordBody,
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
+        response: recordResponses,
+      },
+    },
+    async (request, reply) =>
+      send(
+        reply,
+        await intakeApi.record(
+          contextOf(request, 'records'),
+          request.body,
+          request.headers['idempotency-key'],
+        ),
+      ),
+  );
+
+  app.post(
+    '/api/v1/in/:token',
+    {
+      config: { auth: { accept: ['source_token'] } },
+      schema: {
+        tags,
+        summary: 'Take in a record with a source token in the path (same rules as POST /api/v1/records)',
+        params: Type.Object({ token: Type.String({ maxLength: 200 }) }),
+        body: S2RecordBody,
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
+        response: recordResponses,
+      },
+    },
+    async (request, reply) =>
+      send(
+        reply,
+        await intakeApi.record(contextOf(request, 'in'), request.body, request.headers['idempotency-key']),
+      ),
+  );
+
+  app.post(
+    '/api/v1/records/bulk',
+    {
+      bodyLimit: BULK_BODY_LIMIT,
+      config: { auth: recordsWrite },
+      schema: {
+        tags,
+        summary: 'Take in up to 100 records; each entry succeeds or fails on its own',
+        body: BulkBody,
+        response: { 200: BulkResponse, ...s2Errors },
+      },
+    },
+    async (request, reply) =>
+      send(
+        reply,
+        await intakeApi.bulk(
+          contextOf(request, 'records.bulk'),
+          request.body as { records: Record<string, unknown>[] },
+          request.headers['idempotency-key'],
+        ),
+      ),
+  );
+
+  app.get(
+    '/api/v1/intake-log',
+    {
+      config: { auth: { accept: ['api_key'], permission: 'records:read' } },
+      schema: {
+        tags,
+        summary: 'Outcome of every intake call, newest first',
+        querystring: PageQuery,
+        response: { 200: IntakeLogList, ...s2Errors },
+      },
+    },
+    async (request) => intake.listLog(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
+  );
+
+  app.post(
+    '/api/intake',
+    {
+      config: { auth: recordsWrite },
+      schema: {
+        tags: ['S1'],
+        summary: 'Create one lead; flat JSON or form-encoded, keys matched to fields by key or label',
+        body: S1IntakeBody,
+        response: { 200: S1IntakeResponse, ...s1Errors },
+      },
+    },
+    async (request) => intakeApi.s1Lead(contextOf(request, 's1.intake'), request.body),
+  );
+
+  app.post(
+    '/api/leads/bulk',
+    {
+      bodyLimit: BULK_BODY_LIMIT,
+      config: { auth: recordsWrite },
+      schema: {
+        tags: ['S1'],
+        summary: 'Create up to 1,000 leads, all or nothing',
+        body: S1BulkBody,
+        response: { 200: S1BulkResponse, ...s1Errors },
+      },
+    },
+    async (request) => intakeApi.s1Bulk(contextOf(request, 's1.bulk'), request.body),
+  );
+};

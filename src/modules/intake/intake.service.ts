@@ -1,0 +1,517 @@
+import { randomUUID } from 'node:crypto';
+import type { Db, Executor } from '../../db/types.ts';
+import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { iso } from '../../http/schemas.ts';
+import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
+import type { EntitiesService } from '../entities/entities.service.ts';
+import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
+import {
+  dedupeKeyOf,
+  displayName,
+  emailOf,
+  type FieldValue,
+  missingRequired,
+  readValues,
+} from '../records/field-values.ts';
+import type { RecordsRepo } from '../records/records.repo.ts';
+import type { UsersRepo } from '../users/users.repo.ts';
+import type { IntakeRepo } from './intake.repo.ts';
+
+export interface Warning {
+  key: string;
+  reason: string;
+  message?: string;
+}
+
+/** Who hands a record over, and through which door. */
+export interface IntakeContext {
+  accountId: string;
+  modules: string[];
+  /** Strict mode of the API key: unknown fields refuse the handover. */
+  strict: boolean;
+  sourceId: string | null;
+  sourceName: string | null;
+  /** Name of the API key, shown as the sender of notes. */
+  keyName: string | null;
+  requestId: string;
+  endpoint: string;
+}
+
+export interface HandoverNote {
+  body: string;
+  tag?: string | null;
+}
+
+/** One record handover, read from either surface into one shape. */
+export interface Handover {
+  entity: string;
+  /** Submitted names and values, in order; matched against the entity's fields. */
+  submitted: [string, unknown][];
+  notes: HandoverNote[];
+  source: string | null;
+  externalId: string | null;
+  origin: Record<string, string>;
+  crm: { stage: string; pipeline?: string | null; keyPrefix: string } | null;
+  assignee: string | null;
+  viewers: string[];
+  /** Warnings found while reading the handover (module nodes, unknown meta keys). */
+  warnings: Warning[];
+}
+
+export interface IntakeOutcome {
+  recordId: string;
+  entityKey: string;
+  created: boolean;
+  updated: boolean;
+  createdAt: string;
+  /** The handover's email-role value as given, for S1 bulk answers. */
+  email: string | null;
+  warnings: Warning[];
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function resolveStage(
+  entity: EntityDef,
+  crm: NonNullable<Handover['crm']>,
+): { pipeline: PipelineDef; stage: StageDef } | ValidationDetail {
+  let pipeline: PipelineDef | undefined;
+  if (crm.pipeline) {
+    pipeline = entity.pipelines.find((p) => p.name === crm.pipeline || p.id === crm.pipeline?.toLowerCase());
+    if (!pipeline) {
+      return {
+        key: `${crm.keyPrefix}pipeline`,
+        reason: 'not_allowed',
+        message: `no pipeline ${crm.pipeline} on ${entity.key}`,
+      };
+    }
+  } else if (entity.pipelines.length === 1) {
+    pipeline = entity.pipelines[0];
+  } else if (entity.pipelines.length === 0) {
+    return { key: `${crm.keyPrefix}stage`, reason: 'not_allowed', message: `${entity.key} has no pipeline` };
+  } else {
+    return {
+      key: `${crm.keyPrefix}pipeline`,
+      reason: 'required',
+      message: `${entity.key} has several pipelines: name one`,
+    };
+  }
+  const stage = pipeline!.stages.find((s) => s.name === crm.stage || s.id === crm.stage.toLowerCase());
+  if (!stage) {
+    return {
+      key: `${crm.keyPrefix}stage`,
+      reason: 'not_allowed',
+      message: `no stage ${crm.stage} in ${pipeline!.name}`,
+    };
+  }
+  return { pipeline: pipeline!, stage };
+}
+
+/** Values of the incoming handover that overwrite a stored record: the non-empty ones. */
+function merge(
+  stored: Record<string, unknown>,
+  incoming: Record<string, FieldValue>,
+): Record<string, unknown> {
+  return { ...stored, ...incoming };
+}
+
+export interface IntakeServiceDeps {
+  db: Db;
+  entities: EntitiesService;
+  records: RecordsRepo;
+  users: UsersRepo;
+  intakeLog: IntakeRepo;
+}
+
+export function createIntakeService({ db, entities, records, users, intakeLog }: IntakeServiceDeps) {
+  interface Prepared {
+    entity: EntityDef;
+    values: Record<string, FieldValue>;
+    warnings: Warning[];
+    placement: { pipeline: PipelineDef; stage: StageDef } | null;
+    assigneeId: string | null;
+    viewerIds: string[];
+  }
+
+  /** Everything that can be checked before writing: entity, values, stage, users. */
+  async function prepare(ctx: IntakeContext, handover: Handover): Promise<Prepared> {
+    const entity = await entities.find(ctx.accountId, handover.entity);
+    if (!entity || entity.archived) {
+      throw new AppError('unknown_entity', { message: `No entity ${handover.entity}` });
+    }
+    const { values, problems, unmapped } = readValues(entity, handover.submitted);
+    const warnings: Warning[] = [...handover.warnings];
+    for (const name of unmapped) {
+      if (ctx.strict)
+        problems.push({
+          key: name,
+          reason: 'unmapped',
+          message: `${name} matches no field of ${entity.key}`,
+        });
+      else warnings.push({ key: name, reason: 'unmapped' });
+    }
+    let placement: Prepared['placement'] = null;
+    if (handover.crm) {
+      const resolved = resolveStage(entity, handover.crm);
+      if ('reason' in resolved) problems.push(resolved);
+      else placement = resolved;
+    } else if (entity.pipelines[0]?.stages[0]) {
+      // A new record enters its entity's first pipeline at the first stage, as a card would.
+      placement = { pipeline: entity.pipelines[0], stage: entity.pipelines[0].stages[0] };
+    }
+    let assigneeId: string | null = null;
+    let viewerIds: string[] = [];
+    const named = [...(handover.assignee ? [handover.assignee] : []), ...handover.viewers];
+    if (named.length > 0) {
+      const found = await users.findByIdsOrEmails(
+        ctx.accountId,
+        named.filter((n) => UUID.test(n)).map((n) => n.toLowerCase()),
+        named.filter((n) => !UUID.test(n)),
+      );
+      const resolve = (name: string) =>
+        found.find((u) => u.id === name.toLowerCase() || u.email.toLowerCase() === name.toLowerCase())?.id;
+      if (handover.assignee) {
+        assigneeId = resolve(handover.assignee) ?? null;
+        if (!assigneeId)
+          problems.push({ key: 'assignee', reason: 'not_found', message: `no user ${handover.assignee}` });
+      }
+      for (const viewer of handover.viewers) {
+        const id = resolve(viewer);
+        if (!id) problems.push({ key: 'viewers', reason: 'not_found', message: `no user ${viewer}` });
+        else if (!viewerIds.includes(id)) viewerIds.push(id);
+      }
+    }
+    viewerIds = viewerIds.slice(0, 100);
+    if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+    return { entity, values, warnings, placement, assigneeId, viewerIds };
+  }
+
+  async function addNotes(ctx: IntakeContext, tx: Executor, recordId: string, notes: HandoverNote[]) {
+    if (notes.length === 0) return;
+    await records.insertNotes(
+      ctx.accountId,
+      notes.map((note) => ({
+        recordId,
+        kind: 'general',
+        body: note.body,
+        tag: note.tag,
+        senderName: ctx.keyName,
+      })),
+      tx,
+    );
+    await records.insertEvents(
+      ctx.accountId,
+      notes.map((note) => ({
+        recordId,
+        type: 'note_added',
+        message: note.body.slice(0, 500),
+        data: { sender: 'api', sender_name: ctx.keyName, tag: note.tag ?? null },
+      })),
+      tx,
+    );
+  }
+
+  async function createRecord(
+    ctx: IntakeContext,
+    tx: Executor,
+    handover: Handover,
+    prepared: Prepared,
+    duplicateOf: string | null,
+  ) {
+    const { entity, values, placement } = prepared;
+    const missing = missingRequired(entity, values);
+    if (missing.length > 0) throw new AppError('validation_failed', { details: missing });
+    const id = randomUUID();
+    const source = handover.source ?? ctx.sourceName ?? 'api';
+    const row = await records.insert(
+      ctx.accountId,
+      {
+        id,
+        entityId: entity.id,
+        name: displayName(entity, values),
+        fields: values,
+        source,
+        sourceId: ctx.sourceId,
+        origin: handover.origin,
+        externalId: handover.externalId,
+        emailLc: emailOf(entity, values),
+        dedupeKey: dedupeKeyOf(entity, values),
+        duplicateOf,
+        pipelineId: placement?.pipeline.id ?? null,
+        stageId: placement?.stage.id ?? null,
+        assigneeId: prepared.assigneeId,
+        viewerIds: prepared.viewerIds,
+      },
+      tx,
+    );
+    await records.insertEvents(
+      ctx.accountId,
+      [
+        {
+          recordId: id,
+          type: 'lead_created',
+          message: `Created from ${source}`,
+          data: { source, request_id: ctx.requestId, ...(duplicateOf ? { duplicate_of: duplicateOf } : {}) },
+        },
+      ],
+      tx,
+    );
+    if (placement)
+      await records.insertStageEntry(ctx.accountId, id, placement.pipeline.id, placement.stage.id, tx);
+    await addNotes(ctx, tx, id, handover.notes);
+    return row;
+  }
+
+  async function updateRecord(
+    ctx: IntakeContext,
+    tx: Executor,
+    handover: Handover,
+    prepared: Prepared,
+    existing: { id: string; fields: unknown },
+    reason: string,
+  ) {
+    const { entity } = prepared;
+    const merged = merge(existing.fields as Record<string, unknown>, prepared.values);
+    const missing = missingRequired(entity, merged);
+    if (missing.length > 0) throw new AppError('validation_failed', { details: missing });
+    const row = await records.updateValues(
+      ctx.accountId,
+      existing.id,
+      {
+        fields: merged,
+        name: displayName(entity, merged),
+        emailLc: emailOf(entity, merged),
+        dedupeKey: dedupeKeyOf(entity, merged),
+      },
+      tx,
+    );
+    const changed = Object.keys(prepared.values);
+    await records.insertEvents(
+      ctx.accountId,
+      [
+        {
+          recordId: existing.id,
+          type: 'lead_updated',
+          message: `Updated by a repeated handover (${reason})`,
+          data: { fields: changed, reason, request_id: ctx.requestId },
+        },
+      ],
+      tx,
+    );
+    await addNotes(ctx, tx, existing.id, handover.notes);
+    return row;
+  }
+
+  /** Writes one prepared handover inside `tx`: external id, then duplicate rule, then a new record. */
+  async function write(
+    ctx: IntakeContext,
+    tx: Executor,
+    handover: Handover,
+    prepared: Prepared,
+  ): Promise<IntakeOutcome> {
+    const { entity } = prepared;
+    const warnings = [...prepared.warnings];
+    const emailField = entity.fields.find((field) => field.role === 'email');
+    const givenEmail = emailField ? prepared.values[emailField.key] : undefined;
+    const email = typeof givenEmail === 'string' ? givenEmail : null;
+    const outcome = (
+      row: { id: string; created_at: Date },
+      created: boolean,
+      updated: boolean,
+    ): IntakeOutcome => ({
+      recordId: row.id,
+      entityKey: entity.key,
+      created,
+      updated,
+      createdAt: iso(row.created_at),
+      email,
+      warnings,
+    });
+
+    if (handover.externalId) {
+      // The sender's own id declares the same lead and overrides every other rule (decisions §4).
+      await records.lock(tx, ctx.accountId, `external:${entity.id}:${handover.externalId}`);
+      const existing = await records.findByExternalId(ctx.accountId, entity.id, handover.externalId, tx);
+      if (existing)
+        return outcome(await updateRecord(ctx, tx, handover, prepared, existing, 'external_id'), false, true);
+      return outcome(await createRecord(ctx, tx, handover, prepared, null), true, false);
+    }
+
+    const dedupeKey = dedupeKeyOf(entity, prepared.values);
+    const rule = entity.duplicateRule;
+    if (rule && dedupeKey) {
+      await records.lock(tx, ctx.accountId, `dedupe:${entity.id}:${dedupeKey}`);
+      const existing = await records.findByDedupeKey(ctx.accountId, entity.id, dedupeKey, tx);
+      if (existing) {
+        if (rule.action === 'update') {
+          return outcome(
+            await updateRecord(ctx, tx, handover, prepared, existing, 'duplicate_rule'),
+            false,
+            true,
+          );
+        }
+        if (rule.action === 'ignore') {
+          warnings.push({
+            key: 'record',
+            reason: 'duplicate',
+            message: `same ${rule.match.join(', ')} as ${existing.id}`,
+          });
+          return outcome(existing, false, false);
+        }
+        return outcome(await createRecord(ctx, tx, handover, prepared, existing.id), true, false);
+      }
+    }
+    return outcome(await createRecord(ctx, tx, handover, prepared, null), true, false);
+  }
+
+  function logOutcome(ctx: IntakeContext, handover: Handover, result: IntakeOutcome, statusCode: number) {
+    return {
+      requestId: ctx.requestId,
+      endpoint: ctx.endpoint,
+      outcome: result.created ? 'created' : result.updated ? 'updated' : 'unchanged',
+      statusCode,
+      recordId: result.recordId,
+      entityKey: result.entityKey,
+      source: handover.source ?? ctx.sourceName ?? 'api',
+      warnings: result.warnings,
+      error: null,
+    };
+  }
+
+  async function logRefusal(ctx: IntakeContext, handover: Handover | null, error: AppError) {
+    await intakeLog
+      .log(ctx.accountId, [
+        {
+          requestId: ctx.requestId,
+          endpoint: ctx.endpoint,
+          outcome: 'refused',
+          statusCode: error.status,
+          recordId: null,
+          entityKey: handover?.entity.slice(0, 200) ?? null,
+          source: handover?.source ?? ctx.sourceName ?? 'api',
+          warnings: error.details ?? [],
+          error: error.code,
+        },
+      ])
+      .catch(() => {});
+  }
+
+  return {
+    /**
+     * Takes in one record. `answer` turns the outcome into the response body, which is stored
+     * with the idempotency key (when there is one) in the same transaction as the write.
+     */
+    async intakeOne(
+      ctx: IntakeContext,
+      handover: Handover,
+      answer: (outcome: IntakeOutcome) => unknown,
+      store?: StoreAnswer,
+    ): Promise<{ status: number; body: unknown; outcome: IntakeOutcome }> {
+      try {
+        const prepared = await prepare(ctx, handover);
+        return await db.transaction().execute(async (tx) => {
+          const outcome = await write(ctx, tx, handover, prepared);
+          const status = outcome.created ? 201 : 200;
+          const body = answer(outcome);
+          await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
+          if (store) await store(tx, { status, body });
+          return { status, body, outcome };
+        });
+      } catch (error) {
+        if (error instanceof AppError) await logRefusal(ctx, handover, error);
+        throw error;
+      }
+    },
+
+    /**
+     * Takes in many records; each entry is its own transaction, so that a failed entry never
+     * blocks the others (interface: POST /api/v1/records/bulk).
+     */
+    async intakeEach(
+      ctx: IntakeContext,
+      handovers: (Handover | AppError)[],
+    ): Promise<({ ok: true; outcome: IntakeOutcome } | { ok: false; error: AppError })[]> {
+      const results: ({ ok: true; outcome: IntakeOutcome } | { ok: false; error: AppError })[] = [];
+      for (const handover of handovers) {
+        if (handover instanceof AppError) {
+          await logRefusal(ctx, null, handover);
+          results.push({ ok: false, error: handover });
+          continue;
+        }
+        try {
+          const { outcome } = await this.intakeOne(ctx, handover, () => null);
+          results.push({ ok: true, outcome });
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          results.push({ ok: false, error });
+        }
+      }
+      return results;
+    },
+
+    /**
+     * Takes in many records all or nothing (S1 bulk): every entry is checked first, then all are
+     * written in one transaction.
+     */
+    async intakeAll(ctx: IntakeContext, handovers: Handover[]): Promise<IntakeOutcome[]> {
+      const prepared: Prepared[] = [];
+      const problems: ValidationDetail[] = [];
+      for (const [index, handover] of handovers.entries()) {
+        try {
+          const entry = await prepare(ctx, handover);
+          for (const detail of missingRequired(entry.entity, entry.values)) {
+            problems.push({ ...detail, key: `batch.${index}.${detail.key}` });
+          }
+          prepared.push(entry);
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          if (error.code === 'unknown_entity') throw error;
+          for (const detail of error.details ?? [])
+            problems.push({ ...detail, key: `batch.${index}.${detail.key}` });
+        }
+      }
+      if (problems.length > 0) {
+        const error = new AppError('validation_failed', { details: problems });
+        await logRefusal(ctx, handovers[0] ?? null, error);
+        throw error;
+      }
+      return db.transaction().execute(async (tx) => {
+        const outcomes: IntakeOutcome[] = [];
+        for (const [index, handover] of handovers.entries()) {
+          outcomes.push(await write(ctx, tx, handover, prepared[index]!));
+        }
+        await intakeLog.log(
+          ctx.accountId,
+          outcomes.map((outcome, index) => logOutcome(ctx, handovers[index]!, outcome, 200)),
+          tx,
+        );
+        return outcomes;
+      });
+    },
+
+    async listLog(accountId: string, limit: number, cursor: string | undefined) {
+      const rows = await intakeLog.list(accountId, limit + 1, decodeCursor(cursor));
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        entries: page.map((row) => ({
+          id: row.id,
+          request_id: row.request_id,
+          endpoint: row.endpoint,
+          outcome: row.outcome,
+          status_code: row.status_code,
+          record_id: row.record_id,
+          entity: row.entity_key,
+          source: row.source,
+          warnings: row.warnings as Warning[],
+          error: row.error,
+          created_at: iso(row.created_at),
+        })),
+        next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null,
+      };
+    },
+  };
+}
+
+export type IntakeService = ReturnType<typeof createIntakeService>;

@@ -1,0 +1,287 @@
+import type { ValidationDetail } from '../../http/errors.ts';
+import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
+
+/** Longest text value (decisions §4); textareas take more. */
+export const MAX_TEXT_LENGTH = 10_000;
+export const MAX_TEXTAREA_LENGTH = 100_000;
+export const MAX_NAME_LENGTH = 100;
+
+export type FieldValue = string | number | boolean | string[];
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PHONE = /^\+?[0-9 ()./-]{5,40}$/;
+const POSTAL_CODE = /^[A-Za-z0-9][A-Za-z0-9 -]{1,11}$/;
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+/** Keys compare without case, spaces, underscores and dashes (interface: POST /intake). */
+export function normalizeKey(key: string): string {
+  return key.toLowerCase().replace(/[\s_-]+/g, '');
+}
+
+/** True for values that mean "no value": they are neither stored nor overwrite a stored value. */
+export function isEmptyValue(value: unknown): boolean {
+  return (
+    value === undefined ||
+    value === null ||
+    (typeof value === 'string' && value.trim() === '') ||
+    (Array.isArray(value) && value.length === 0)
+  );
+}
+
+function ibanIsValid(value: string): boolean {
+  const iban = value.replace(/\s+/g, '').toUpperCase();
+  if (!/^[A-Z]{2}\d{2}[A-Z0-9]{10,30}$/.test(iban)) return false;
+  const rearranged = iban.slice(4) + iban.slice(0, 4);
+  let remainder = 0;
+  for (const char of rearranged) {
+    const digits = /\d/.test(char) ? char : String(char.charCodeAt(0) - 55);
+    for (const digit of digits) remainder = (remainder * 10 + Number(digit)) % 97;
+  }
+  return remainder === 1;
+}
+
+function isRealDate(year: number, month: number, day: number): boolean {
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+type Coerced = { ok: true; value: FieldValue } | { ok: false; reason: string; message: string };
+
+function invalid(reason: string, message: string): Coerced {
+  return { ok: false, reason, message };
+}
+
+function asText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value.trim();
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'boolean') return String(value);
+  return undefined;
+}
+
+function coerceText(field: FieldDef, value: unknown): Coerced {
+  const text = asText(value);
+  if (text === undefined) return invalid('invalid_type', `${field.key} must be text`);
+  const limit = field.type === 'textarea' ? MAX_TEXTAREA_LENGTH : MAX_TEXT_LENGTH;
+  if (text.length > limit) return invalid('too_long', `${field.key} is longer than ${limit} characters`);
+  switch (field.format) {
+    case 'email':
+      return EMAIL.test(text) && text.length <= 254
+        ? { ok: true, value: text }
+        : invalid('invalid_format', `${field.key} is not an email address`);
+    case 'phone':
+      return PHONE.test(text) && (text.match(/\d/g)?.length ?? 0) >= 5
+        ? { ok: true, value: text }
+        : invalid('invalid_format', `${field.key} is not a phone number`);
+    case 'url': {
+      try {
+        const url = new URL(text);
+        if (url.protocol === 'http:' || url.protocol === 'https:') return { ok: true, value: text };
+      } catch {
+        // Not a URL; answered below.
+      }
+      return invalid('invalid_format', `${field.key} is not an http or https address`);
+    }
+    case 'postal_code':
+      return POSTAL_CODE.test(text)
+        ? { ok: true, value: text }
+        : invalid('invalid_format', `${field.key} is not a postal code`);
+    case 'iban':
+      return ibanIsValid(text)
+        ? { ok: true, value: text.replace(/\s+/g, '').toUpperCase() }
+        : invalid('invalid_format', `${field.key} is not a valid IBAN`);
+    default:
+      return { ok: true, value: text };
+  }
+}
+
+function coerceNumber(field: FieldDef, value: unknown): Coerced {
+  let number: number | undefined;
+  if (typeof value === 'number') number = value;
+  else if (typeof value === 'string' && /^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/.test(value))
+    number = Number(value);
+  if (number === undefined || !Number.isFinite(number))
+    return invalid('invalid_type', `${field.key} must be a number`);
+  if (field.format === 'integer' && !Number.isInteger(number)) {
+    return invalid('invalid_format', `${field.key} must be a whole number`);
+  }
+  return { ok: true, value: number };
+}
+
+const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
+const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
+
+function coerceBoolean(field: FieldDef, value: unknown): Coerced {
+  if (typeof value === 'boolean') return { ok: true, value };
+  if (value === 1 || value === 0) return { ok: true, value: value === 1 };
+  if (typeof value === 'string') {
+    const word = value.trim().toLowerCase();
+    if (TRUE_WORDS.has(word)) return { ok: true, value: true };
+    if (FALSE_WORDS.has(word)) return { ok: true, value: false };
+  }
+  return invalid('invalid_type', `${field.key} must be true or false`);
+}
+
+function coerceDate(field: FieldDef, value: unknown): Coerced {
+  if (typeof value !== 'string') return invalid('invalid_type', `${field.key} must be a date (YYYY-MM-DD)`);
+  const text = value.trim();
+  const datePart = ISO_DATETIME.test(text) ? text.slice(0, 10) : text;
+  const match = ISO_DATE.exec(datePart);
+  if (!match || !isRealDate(Number(match[1]), Number(match[2]), Number(match[3]))) {
+    return invalid('invalid_format', `${field.key} must be a date (YYYY-MM-DD)`);
+  }
+  return { ok: true, value: datePart };
+}
+
+function coerceDatetime(field: FieldDef, value: unknown): Coerced {
+  if (typeof value !== 'string' || !ISO_DATETIME.test(value.trim())) {
+    return invalid('invalid_format', `${field.key} must be an ISO 8601 timestamp with a time zone`);
+  }
+  const time = Date.parse(value.trim());
+  if (Number.isNaN(time)) return invalid('invalid_format', `${field.key} is not a real point in time`);
+  return { ok: true, value: new Date(time).toISOString() };
+}
+
+function matchOption(options: string[], value: string): string | undefined {
+  const exact = options.find((option) => option === value);
+  if (exact !== undefined) return exact;
+  const lowered = value.toLowerCase();
+  return options.find((option) => option.toLowerCase() === lowered);
+}
+
+function coerceSelect(field: FieldDef, value: unknown): Coerced {
+  const options = field.options ?? [];
+  const text = asText(value);
+  if (text === undefined) return invalid('invalid_type', `${field.key} must be one of the options`);
+  const option = matchOption(options, text);
+  return option === undefined
+    ? invalid('not_allowed', `${field.key} must be one of: ${options.join(', ')}`)
+    : { ok: true, value: option };
+}
+
+function coerceMultiselect(field: FieldDef, value: unknown): Coerced {
+  const options = field.options ?? [];
+  const items = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',') : [value];
+  const chosen: string[] = [];
+  for (const item of items) {
+    const text = asText(item);
+    if (text === undefined) return invalid('invalid_type', `${field.key} must be a list of options`);
+    if (text === '') continue;
+    const option = matchOption(options, text);
+    if (option === undefined)
+      return invalid('not_allowed', `${field.key} values must be among: ${options.join(', ')}`);
+    if (!chosen.includes(option)) chosen.push(option);
+  }
+  return { ok: true, value: chosen };
+}
+
+/** Reads one value for its field's type (decisions §3): coerced where unambiguous, else refused. */
+export function coerceValue(field: FieldDef, value: unknown): Coerced {
+  switch (field.type) {
+    case 'text':
+    case 'textarea':
+      return coerceText(field, value);
+    case 'number':
+      return coerceNumber(field, value);
+    case 'boolean':
+      return coerceBoolean(field, value);
+    case 'date':
+      return coerceDate(field, value);
+    case 'datetime':
+      return coerceDatetime(field, value);
+    case 'select':
+      return coerceSelect(field, value);
+    case 'multiselect':
+      return coerceMultiselect(field, value);
+    case 'file':
+    case 'files':
+      return invalid(
+        'invalid_type',
+        `${field.key} takes documents: send them in "documents" with "field": "${field.key}"`,
+      );
+  }
+}
+
+/** Finds the field a submitted name means: its key, or (normalised) its key or label. */
+export function createFieldMatcher(entity: EntityDef): (name: string) => FieldDef | undefined {
+  const byKey = new Map(entity.fields.map((field) => [field.key, field]));
+  const byNormalized = new Map<string, FieldDef>();
+  for (const field of entity.fields) {
+    byNormalized.set(normalizeKey(field.label), field);
+  }
+  // Keys win over labels when both normalise alike.
+  for (const field of entity.fields) byNormalized.set(normalizeKey(field.key), field);
+  return (name) => byKey.get(name) ?? byNormalized.get(normalizeKey(name));
+}
+
+export interface ReadValuesResult {
+  values: Record<string, FieldValue>;
+  problems: ValidationDetail[];
+  /** Submitted names that match no field. */
+  unmapped: string[];
+}
+
+/**
+ * Reads submitted name/value pairs against an entity: matched, typed, checked. Empty values are
+ * left out. The result objects have no prototype, so a `__proto__` name stays plain data.
+ */
+export function readValues(entity: EntityDef, submitted: [string, unknown][]): ReadValuesResult {
+  const match = createFieldMatcher(entity);
+  const values: Record<string, FieldValue> = Object.create(null);
+  const problems: ValidationDetail[] = [];
+  const unmapped: string[] = [];
+  for (const [name, raw] of submitted) {
+    const field = match(name);
+    if (!field) {
+      unmapped.push(name);
+      continue;
+    }
+    if (isEmptyValue(raw)) continue;
+    const coerced = coerceValue(field, raw);
+    if (coerced.ok) values[field.key] = coerced.value;
+    else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
+  }
+  return { values, problems, unmapped };
+}
+
+/** Required fields missing from the record's values (after a merge, for updates). */
+export function missingRequired(entity: EntityDef, values: Record<string, unknown>): ValidationDetail[] {
+  return entity.fields
+    .filter(
+      (field) =>
+        field.required &&
+        !(field.type === 'file' || field.type === 'files') &&
+        isEmptyValue(values[field.key]),
+    )
+    .map((field) => ({ key: field.key, reason: 'required', message: `${field.label} is required` }));
+}
+
+/** Display name (decisions §3): first + last name, else company, else email. */
+export function displayName(entity: EntityDef, values: Record<string, unknown>): string {
+  const byRole = (role: string) => {
+    const field = entity.fields.find((f) => f.role === role);
+    const value = field ? values[field.key] : undefined;
+    return typeof value === 'string' ? value.trim() : '';
+  };
+  const person = [byRole('first_name'), byRole('last_name')].filter(Boolean).join(' ');
+  return (person || byRole('company') || byRole('email')).slice(0, 300);
+}
+
+export function emailOf(entity: EntityDef, values: Record<string, unknown>): string | null {
+  const field = entity.fields.find((f) => f.role === 'email');
+  const value = field ? values[field.key] : undefined;
+  return typeof value === 'string' && value.trim() !== '' ? value.trim().toLowerCase() : null;
+}
+
+/** Normalised duplicate-rule values, or null when any of them is missing. */
+export function dedupeKeyOf(entity: EntityDef, values: Record<string, unknown>): string | null {
+  const rule = entity.duplicateRule;
+  if (!rule) return null;
+  const parts: string[] = [];
+  for (const key of rule.match) {
+    const value = values[key];
+    if (isEmptyValue(value)) return null;
+    parts.push(String(value).trim().toLowerCase());
+  }
+  return parts.join('\u001f');
+}

@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { toJson } from '../../db/json.ts';
+import type { Executor } from '../../db/types.ts';
+
+export interface NewRecordRow {
+  id: string;
+  entityId: string;
+  name: string;
+  fields: Record<string, unknown>;
+  source: string;
+  sourceId: string | null;
+  origin: Record<string, string>;
+  externalId: string | null;
+  emailLc: string | null;
+  dedupeKey: string | null;
+  duplicateOf: string | null;
+  pipelineId: string | null;
+  stageId: string | null;
+  assigneeId: string | null;
+  viewerIds: string[];
+}
+
+export interface RecordEventInput {
+  recordId: string;
+  type: string;
+  message: string;
+  actor?: string;
+  data?: Record<string, unknown>;
+}
+
+export interface NoteInput {
+  recordId: string;
+  kind: string;
+  body: string;
+  tag?: string | null;
+  senderName?: string | null;
+  idempotencyKey?: string | null;
+}
+
+const RECORD_COLUMNS = [
+  'id',
+  'entity_id',
+  'name',
+  'fields',
+  'source',
+  'external_id',
+  'pipeline_id',
+  'stage_id',
+  'created_at',
+  'updated_at',
+] as const;
+
+export function createRecordsRepo(db: Executor) {
+  return {
+    /**
+     * Serialises writers of one logical record (same external id or duplicate key) until the
+     * transaction ends, so that two concurrent handovers cannot both create it.
+     */
+    async lock(tx: Executor, accountId: string, identity: string) {
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${accountId}:${identity}`}, 0))`.execute(tx);
+    },
+
+    findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {
+      return tx
+        .selectFrom('records')
+        .select(RECORD_COLUMNS)
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .where('external_id', '=', externalId)
+        .executeTakeFirst();
+    },
+
+    /** The oldest record with these duplicate-rule values. */
+    findByDedupeKey(accountId: string, entityId: string, dedupeKey: string, tx: Executor = db) {
+      return tx
+        .selectFrom('records')
+        .select(RECORD_COLUMNS)
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .where('dedupe_key', '=', dedupeKey)
+        .orderBy('created_at')
+        .limit(1)
+        .executeTakeFirst();
+    },
+
+    find(accountId: string, id: string, tx: Executor = db) {
+      return tx
+        .selectFrom('records')
+        .select(RECORD_COLUMNS)
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+    },
+
+    insert(accountId: string, row: NewRecordRow, tx: Executor = db) {
+      return tx
+        .insertInto('records')
+        .values({
+          account_id: accountId,
+          id: row.id,
+          entity_id: row.entityId,
+          name: row.name,
+          fields: toJson(row.fields),
+          source: row.source,
+          source_id: row.sourceId,
+          origin: toJson(row.origin),
+          external_id: row.externalId,
+          email_lc: row.emailLc,
+          dedupe_key: row.dedupeKey,
+          duplicate_of: row.duplicateOf,
+          pipeline_id: row.pipelineId,
+          stage_id: row.stageId,
+          stage_entered_at: row.stageId ? new Date() : null,
+          assignee_id: row.assigneeId,
+          viewer_ids: row.viewerIds,
+        })
+        .returning(['id', 'created_at', 'updated_at'])
+        .executeTakeFirstOrThrow();
+    },
+
+    updateValues(
+      accountId: string,
+      id: string,
+      values: {
+        fields: Record<string, unknown>;
+        name: string;
+        emailLc: string | null;
+        dedupeKey: string | null;
+      },
+      tx: Executor = db,
+    ) {
+      return tx
+        .updateTable('records')
+        .set({
+          fields: toJson(values.fields),
+          name: values.name,
+          email_lc: values.emailLc,
+          dedupe_key: values.dedupeKey,
+          updated_at: new Date(),
+        })
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .returning(['id', 'created_at', 'updated_at'])
+        .executeTakeFirstOrThrow();
+    },
+
+    async insertEvents(accountId: string, events: RecordEventInput[], tx: Executor = db) {
+      if (events.length === 0) return;
+      await tx
+        .insertInto('record_events')
+        .values(
+          events.map((event) => ({
+            account_id: accountId,
+            id: randomUUID(),
+            record_id: event.recordId,
+            type: event.type,
+            message: event.message,
+            actor: event.actor ?? 'api',
+            data: toJson(event.data ?? {}),
+          })),
+        )
+        .execute();
+    },
+
+    async insertStageEntry(
+      accountId: string,
+      recordId: string,
+      pipelineId: string,
+      stageId: string,
+      tx: Executor = db,
+    ) {
+      await tx
+        .insertInto('stage_history')
+        .values({
+          account_id: accountId,
+          id: randomUUID(),
+          record_id: recordId,
+          pipeline_id: pipelineId,
+          stage_id: stageId,
+        })
+        .execute();
+    },
+
+    async insertNotes(accountId: string, notes: NoteInput[], tx: Executor = db) {
+      if (notes.length === 0) return [];
+      return tx
+        .insertInto('notes')
+        .values(
+          notes.map((note) => ({
+            account_id: accountId,
+            id: randomUUID(),
+            record_id: note.recordId,
+            kind: note.kind,
+            body: note.body,
+            tag: note.tag ?? null,
+            sender_name: note.senderName ?? null,
+            idempotency_key: note.idempotencyKey ?? null,
+          })),
+        )
+        .returning(['id', 'record_id', 'kind', 'created_at'])
+        .execute();
+    },
+  };
+}
+
+export type RecordsRepo = ReturnType<typeof createRecordsRepo>;

@@ -1,0 +1,48 @@
+import type { TestAccount, TestApp } from './app.ts';
+
+/** A realistic entity: typed fields, roles, a select, a required email, a pipeline. */
+export const LEAD_ENTITY = {
+  name: 'Lead',
+  fields: [
+    { key: 'first_name', label: 'First name', type: 'text', role: 'first_name' },
+    { key: 'last_name', label: 'Last name', type: 'text', role: 'last_name' },
+    { key: 'email', label: 'E-Mail Address', type: 'text', format: 'email', required: true, role: 'email' },
+    { key: 'phone', label: 'Phone', type: 'text', format: 'phone', role: 'phone' },
+    { key: 'company', label: 'Company', type: 'text', role: 'company' },
+    { key: 'interest', label: 'Interest', type: 'select', options: ['Solar', 'Heat pump', 'Battery'] },
+    { key: 'topics', label: 'Topics', type: 'multiselect', options: ['Price', 'Installation', 'Funding'] },
+    { key: 'budget', label: 'Budget', type: 'number', format: 'currency' },
+    { key: 'rooms', label: 'Rooms', type: 'number', format: 'integer' },
+    { key: 'consent', label: 'Consent', type: 'boolean' },
+    { key: 'birthday', label: 'Birthday', type: 'date' },
+    { key: 'callback_at', label: 'Callback at', type: 'datetime' },
+    { key: 'utm_source', label: 'UTM source', type: 'text' },
+    { key: 'message', label: 'Message', type: 'textarea' },
+  ],
+  pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Won'] }],
+};
+
+export async function putEntity(
+  t: TestApp,
+  account: TestAccount,
+  key: string,
+  definition: object,
+): Promise<void> {
+  const response = await t.request({
+    method: 'PUT',
+    url: `/api/v1/settings/entities/${key}`,
+    key: account.apiKey,
+    body: definition,
+  });
+  if (response.statusCode !== 200) throw new Error(`entity ${key}: ${response.body}`);
+}
+
+/** An account with the lead entity (optionally a duplicate rule) and the given modules. */
+export async function accountWithLeads(
+  t: TestApp,
+  options: { modules?: string[]; duplicateRule?: { match: string[]; action: string } } = {},
+): Promise<TestAccount> {
+  const account = await t.createAccount({ modules: options.modules ?? [] });
+  await putEntity(t, account, 'lead', { ...LEAD_ENTITY, duplicate_rule: options.duplicateRule ?? null });
+  return account;
+}
