@@ -11,8 +11,11 @@ import { S1Error, S2Error } from './http/schemas.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
+import { documentsRoutes } from './modules/documents/documents.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
 import { intakeRoutes } from './modules/intake/intake.routes.ts';
+import { notesRoutes } from './modules/notes/notes.routes.ts';
+import { recordsRoutes } from './modules/records/records.routes.ts';
 import { sourcesRoutes } from './modules/sources/sources.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
@@ -115,5 +118,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(entitiesRoutes, { entities: services.entities });
   await app.register(crmRoutes, { entities: services.entities });
   await app.register(intakeRoutes, { intakeApi: services.intakeApi, intake: services.intake });
+  await app.register(recordsRoutes, {
+    records: services.records,
+    recordsApi: services.recordsApi,
+    notes: services.notes,
+  });
+  await app.register(notesRoutes, { notes: services.notes });
+  await app.register(documentsRoutes, { documents: services.documents });
   return app;
 }

@@ -5,6 +5,12 @@ import { createApiKeysRepo } from './modules/api-keys/api-keys.repo.ts';
 import { createApiKeysService } from './modules/api-keys/api-keys.service.ts';
 import { createAuthRepo } from './modules/auth/auth.repo.ts';
 import { createAuthService } from './modules/auth/auth.service.ts';
+import { createDocumentsRepo } from './modules/documents/documents.repo.ts';
+import {
+  createDocumentsService,
+  type DocumentStorage,
+  type FetchDocument,
+} from './modules/documents/documents.service.ts';
 import { createEntitiesRepo } from './modules/entities/entities.repo.ts';
 import { createEntitiesService } from './modules/entities/entities.service.ts';
 import { createIdempotencyRepo } from './modules/idempotency/idempotency.repo.ts';
@@ -12,7 +18,10 @@ import { createIdempotencyService } from './modules/idempotency/idempotency.serv
 import { createIntakeApi } from './modules/intake/intake.api.ts';
 import { createIntakeRepo } from './modules/intake/intake.repo.ts';
 import { createIntakeService } from './modules/intake/intake.service.ts';
-import { createRecordsRepo } from './modules/records/records.repo.ts';
+import { createNotesService } from './modules/notes/notes.service.ts';
+import { createRecordsApi } from './modules/records/records.api.ts';
+import { createRecordsReadRepo, createRecordsRepo } from './modules/records/records.repo.ts';
+import { createRecordsService } from './modules/records/records.service.ts';
 import { createSourcesRepo } from './modules/sources/sources.repo.ts';
 import { createSourcesService } from './modules/sources/sources.service.ts';
 import { createUsersRepo } from './modules/users/users.repo.ts';
@@ -22,10 +31,13 @@ export interface ServiceDeps {
   db: Db;
   /** HMAC key for signed document addresses, record tokens and booking tokens. */
   secret: string;
+  publicUrl: string;
+  storage: DocumentStorage;
+  fetchDocument: FetchDocument;
 }
 
 /** The one place where repos and services are put together. */
-export function createServices({ db, secret }: ServiceDeps) {
+export function createServices({ db, secret, publicUrl, storage, fetchDocument }: ServiceDeps) {
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
   const apiKeys = createApiKeysService({ repo: createApiKeysRepo(db) });
   const accounts = createAccountsService({ db, repo: createAccountsRepo(db), apiKeys });
@@ -35,15 +47,44 @@ export function createServices({ db, secret }: ServiceDeps) {
   const users = createUsersService({ repo: usersRepo });
   const idempotency = createIdempotencyService({ repo: createIdempotencyRepo(db) });
   const recordsRepo = createRecordsRepo(db);
+  const documents = createDocumentsService({
+    db,
+    entities,
+    records: recordsRepo,
+    repo: createDocumentsRepo(db),
+    storage,
+    fetchDocument,
+    secret,
+    publicUrl,
+  });
   const intake = createIntakeService({
     db,
     entities,
     records: recordsRepo,
     users: usersRepo,
     intakeLog: createIntakeRepo(db),
+    documents,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
-  return { auth, apiKeys, accounts, entities, sources, users, idempotency, intake, intakeApi };
+  const recordsReads = createRecordsReadRepo(db);
+  const records = createRecordsService({ db, entities, records: recordsRepo, reads: recordsReads });
+  const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads });
+  const recordsApi = createRecordsApi({ records, documents, notes });
+  return {
+    auth,
+    apiKeys,
+    accounts,
+    entities,
+    sources,
+    users,
+    idempotency,
+    intake,
+    intakeApi,
+    documents,
+    records,
+    notes,
+    recordsApi,
+  };
 }
 
 export type Services = ReturnType<typeof createServices>;

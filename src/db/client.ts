@@ -93,6 +93,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // An idle client whose connection was terminated emits 'error' on the pool; without a
     // listener that would crash the process. The pool drops the client and opens a new one.
     pool.on('error', () => {});
+    // A checked-out client between two queries (inside a transaction) emits 'error' itself
+    // when its connection is cut; unhandled, that would end the process. The query in flight
+    // fails on its own, and the pool discards the broken client when it is released.
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     return {
       db,

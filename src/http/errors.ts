@@ -25,8 +25,6 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   validation_failed: 422,
   idempotency_key_reused: 422,
-  unknown_fields: 422,
-  too_many_records: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

@@ -85,7 +85,11 @@ export function firstStartBanner(options: {
   if (options.apiKey) {
     lines.push(`  Demo account API key (shown once):     ${options.apiKey}`);
     lines.push('', '  Try it:', '');
-    lines.push(`  curl -s ${options.publicUrl}/api/v1/entities -H 'Authorization: Bearer ${options.apiKey}'`);
+    lines.push(
+      `  curl -s -X POST ${options.publicUrl}/api/v1/records \\`,
+      `    -H 'Authorization: Bearer ${options.apiKey}' -H 'Content-Type: application/json' \\`,
+      `    -d '{"entity":"lead","fields":{"first_name":"Ada","last_name":"Lovelace","email":"ada@example.com","interest":"Solar"}}'`,
+    );
   }
   lines.push('', `  API reference: ${options.publicUrl}/docs`, '');
   return lines.join('\n');

@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import { type DatabaseHandle, openDatabase } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
+import { createDocumentBackend } from '../modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../services.ts';
 import { ensureInstanceSecrets, type InstanceSecrets } from './bootstrap.ts';
 
@@ -22,7 +23,12 @@ export async function openRuntime(config: Config): Promise<Runtime> {
   try {
     const { applied } = await migrate(database.db);
     const secrets = await ensureInstanceSecrets(database.db, config);
-    const services = createServices({ db: database.db, secret: secrets.secret });
+    const services = createServices({
+      db: database.db,
+      secret: secrets.secret,
+      publicUrl: config.publicUrl,
+      ...createDocumentBackend({ filesDir: config.filesDir, allowPrivate: config.fetchAllowPrivate }),
+    });
     return { config, database, services, secrets, appliedMigrations: applied };
   } catch (error) {
     await database.close();

@@ -1,9 +1,13 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import type { DatabaseKind } from '../../src/db/client.ts';
 import type { Db } from '../../src/db/types.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
+import { createDocumentBackend } from '../../src/modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { ContractChecker } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
@@ -44,7 +48,13 @@ export interface TestApp {
 export async function startTestApp(kind: DatabaseKind): Promise<TestApp> {
   const database = await createTestDatabase(kind);
   const db = database.handle.db;
-  const services = createServices({ db, secret: TEST_SECRET });
+  const filesDir = await mkdtemp(path.join(os.tmpdir(), 'leads-files-'));
+  const services = createServices({
+    db,
+    secret: TEST_SECRET,
+    publicUrl: 'http://127.0.0.1:3000',
+    ...createDocumentBackend({ filesDir, allowPrivate: true }),
+  });
   const app = await buildApp({
     services,
     adminTokenHash: hashSecret(ADMIN_TOKEN),
@@ -88,6 +98,7 @@ export async function startTestApp(kind: DatabaseKind): Promise<TestApp> {
     async close() {
       await app.close();
       await database.drop();
+      await rm(filesDir, { recursive: true, force: true });
     },
   };
 }

@@ -126,6 +126,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     crm,
     assignee: null,
     viewers: [],
+    documents: body.documents ?? [],
     warnings,
   };
 }
@@ -226,6 +227,7 @@ export function readS1Lead(
     crm,
     assignee: typeof assignee === 'string' && assignee.trim() !== '' ? assignee.trim() : null,
     viewers,
+    documents: [],
     warnings: [],
   };
 }

@@ -3,6 +3,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
@@ -55,6 +56,8 @@ export interface Handover {
   crm: { stage: string; pipeline?: string | null; keyPrefix: string } | null;
   assignee: string | null;
   viewers: string[];
+  /** Documents to fetch by URL: onto a file field, or into the record's pool. */
+  documents: DocumentRef[];
   /** Warnings found while reading the handover (module nodes, unknown meta keys). */
   warnings: Warning[];
 }
@@ -122,9 +125,17 @@ export interface IntakeServiceDeps {
   records: RecordsRepo;
   users: UsersRepo;
   intakeLog: IntakeRepo;
+  documents: DocumentsService;
 }
 
-export function createIntakeService({ db, entities, records, users, intakeLog }: IntakeServiceDeps) {
+export function createIntakeService({
+  db,
+  entities,
+  records,
+  users,
+  intakeLog,
+  documents,
+}: IntakeServiceDeps) {
   interface Prepared {
     entity: EntityDef;
     values: Record<string, FieldValue>;
@@ -408,17 +419,42 @@ export function createIntakeService({ db, entities, records, users, intakeLog }:
       answer: (outcome: IntakeOutcome) => unknown,
       store?: StoreAnswer,
     ): Promise<{ status: number; body: unknown; outcome: IntakeOutcome }> {
+      let fetched: FetchedBatch | null = null;
       try {
         const prepared = await prepare(ctx, handover);
-        return await db.transaction().execute(async (tx) => {
+        // Documents are fetched before the transaction: no network call holds it open.
+        if (handover.documents.length > 0) {
+          fetched = await documents.fetchFor(ctx.accountId, prepared.entity.id, handover.documents, {
+            scope: null,
+            allowPool: true,
+          });
+        }
+        const batch = fetched;
+        const result = await db.transaction().execute(async (tx) => {
           const outcome = await write(ctx, tx, handover, prepared);
+          if (batch) {
+            const skip = !outcome.created && !outcome.updated;
+            if (!skip) {
+              await documents.attach(
+                { accountId: ctx.accountId, actor: 'api', requestId: ctx.requestId },
+                outcome.recordId,
+                batch,
+                tx,
+              );
+            }
+            outcome.warnings.push(...batch.warnings);
+          }
           const status = outcome.created ? 201 : 200;
           const body = answer(outcome);
           await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
           if (store) await store(tx, { status, body });
           return { status, body, outcome };
         });
+        // An ignored duplicate keeps nothing of the handover, documents included.
+        if (!result.outcome.created && !result.outcome.updated) await documents.discard(batch);
+        return result;
       } catch (error) {
+        await documents.discard(fetched);
         if (error instanceof AppError) await logRefusal(ctx, handover, error);
         throw error;
       }

@@ -205,3 +205,153 @@ export function createRecordsRepo(db: Executor) {
 }
 
 export type RecordsRepo = ReturnType<typeof createRecordsRepo>;
+
+/** Records with their entity key and stage names: the shape every record answer is built from. */
+function selectFullRecords(tx: Executor, accountId: string) {
+  return tx
+    .selectFrom('records')
+    .innerJoin('entities', (join) =>
+      join
+        .onRef('entities.account_id', '=', 'records.account_id')
+        .onRef('entities.id', '=', 'records.entity_id'),
+    )
+    .leftJoin('pipelines', (join) =>
+      join
+        .onRef('pipelines.account_id', '=', 'records.account_id')
+        .onRef('pipelines.id', '=', 'records.pipeline_id'),
+    )
+    .leftJoin('stages', (join) =>
+      join.onRef('stages.account_id', '=', 'records.account_id').onRef('stages.id', '=', 'records.stage_id'),
+    )
+    .select([
+      'records.id',
+      'records.entity_id',
+      'entities.key as entity_key',
+      'records.name',
+      'records.fields',
+      'records.source',
+      'records.origin',
+      'records.external_id',
+      'records.stage_id',
+      'pipelines.name as pipeline_name',
+      'stages.name as stage_name',
+      'records.created_at',
+      'records.updated_at',
+    ])
+    .where('records.account_id', '=', accountId);
+}
+
+/** Reading and changing records, for the records endpoints. */
+export function createRecordsReadRepo(db: Executor) {
+  return {
+    /** The record with its entity key and stage names, or undefined. */
+    findFull(accountId: string, id: string, tx: Executor = db) {
+      return selectFullRecords(tx, accountId).where('records.id', '=', id).executeTakeFirst();
+    },
+
+    /** Records changed at or after `updatedSince`, oldest change first, after the cursor position. */
+    list(
+      accountId: string,
+      filter: { entityId?: string; updatedSince?: Date },
+      limit: number,
+      after: { updatedAt: string; id: string } | null,
+      tx: Executor = db,
+    ) {
+      let query = selectFullRecords(tx, accountId);
+      if (filter.entityId) query = query.where('records.entity_id', '=', filter.entityId);
+      if (filter.updatedSince) query = query.where('records.updated_at', '>=', filter.updatedSince);
+      if (after) {
+        const at = new Date(after.updatedAt);
+        query = query.where((eb) =>
+          eb.or([
+            eb('records.updated_at', '>', at),
+            eb.and([eb('records.updated_at', '=', at), eb('records.id', '>', after.id)]),
+          ]),
+        );
+      }
+      return query.orderBy('records.updated_at').orderBy('records.id').limit(limit).execute();
+    },
+
+    documentsOf(accountId: string, recordIds: string[], tx: Executor = db) {
+      if (recordIds.length === 0) return Promise.resolve([]);
+      return tx
+        .selectFrom('documents')
+        .select(['id', 'record_id', 'name', 'mime', 'size', 'field', 'created_at'])
+        .where('account_id', '=', accountId)
+        .where('record_id', 'in', recordIds)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+    },
+
+    latestEvents(accountId: string, recordId: string, limit: number, tx: Executor = db) {
+      return tx
+        .selectFrom('record_events')
+        .select(['type', 'message', 'created_at'])
+        .where('account_id', '=', accountId)
+        .where('record_id', '=', recordId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit)
+        .execute();
+    },
+
+    /** Locks the record row for a read-modify-write of its values. */
+    lockForUpdate(accountId: string, id: string, tx: Executor) {
+      return tx
+        .selectFrom('records')
+        .select(['id', 'entity_id', 'fields'])
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst();
+    },
+
+    /** Records whose email-role value is this address (lower-cased), optionally of one entity. */
+    findByEmail(
+      accountId: string,
+      emailLc: string,
+      entityId: string | undefined,
+      limit: number,
+      tx: Executor = db,
+    ) {
+      let query = tx
+        .selectFrom('records')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('email_lc', '=', emailLc);
+      if (entityId) query = query.where('entity_id', '=', entityId);
+      return query.orderBy('created_at').limit(limit).execute();
+    },
+
+    insertRecordToken(
+      accountId: string,
+      token: { id: string; recordId: string; tokenHash: Buffer; fields: string[]; expiresAt: Date },
+      tx: Executor = db,
+    ) {
+      return tx
+        .insertInto('record_tokens')
+        .values({
+          account_id: accountId,
+          id: token.id,
+          record_id: token.recordId,
+          token_hash: token.tokenHash,
+          fields: token.fields,
+          expires_at: token.expiresAt,
+        })
+        .returning(['expires_at'])
+        .executeTakeFirstOrThrow();
+    },
+
+    findNoteByIdempotencyKey(accountId: string, key: string, tx: Executor = db) {
+      return tx
+        .selectFrom('notes')
+        .select(['id', 'record_id', 'kind', 'body', 'created_at'])
+        .where('account_id', '=', accountId)
+        .where('idempotency_key', '=', key)
+        .executeTakeFirst();
+    },
+  };
+}
+
+export type RecordsReadRepo = ReturnType<typeof createRecordsReadRepo>;

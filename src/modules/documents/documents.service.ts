@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Db, Executor } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import { iso } from '../../http/schemas.ts';
+import { documentSignature, SIGNED_URL_TTL_SECONDS } from '../auth/auth.service.ts';
+import { isFileType } from '../entities/entities.model.ts';
+import type { EntitiesService } from '../entities/entities.service.ts';
+import type { Warning } from '../intake/intake.service.ts';
+import type { RecordsRepo } from '../records/records.repo.ts';
+import type { DocumentsRepo } from './documents.repo.ts';
+
+/** At most this many documents per call (decisions §4). */
+export const MAX_DOCUMENTS_PER_CALL = 20;
+/** Documents of one call are fetched this many at a time. */
+const FETCH_CONCURRENCY = 4;
+
+export interface DocumentRef {
+  url: string;
+  name?: string;
+  field?: string;
+}
+
+/** A document fetched into storage, not yet attached to a record. */
+export interface StoredDocument {
+  name: string;
+  mime: string;
+  size: number;
+  sha256: string;
+  storageKey: string;
+}
+
+export type FetchResult = { ok: true; document: StoredDocument } | { ok: false; reason: string };
+
+/** Fetches one URL into storage through the guarded fetcher. */
+export type FetchDocument = (url: string) => Promise<FetchResult>;
+
+export interface DocumentStorage {
+  open(key: string): Promise<Readable>;
+  remove(key: string): Promise<void>;
+}
+
+/** Documents fetched for one call, with the field each lands on (null: the record's pool). */
+export interface FetchedBatch {
+  items: { field: string | null; sourceUrl: string; document: StoredDocument }[];
+  warnings: Warning[];
+}
+
+export interface AttachContext {
+  accountId: string;
+  actor: string;
+  requestId: string;
+}
+
+async function mapLimited<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!);
+    }
+  });
+  await Promise.all(runners);
+  return results;
+}
+
+export interface DocumentsServiceDeps {
+  db: Db;
+  entities: EntitiesService;
+  records: RecordsRepo;
+  repo: DocumentsRepo;
+  storage: DocumentStorage;
+  fetchDocument: FetchDocument;
+  secret: string;
+  publicUrl: string;
+  now?: () => Date;
+}
+
+export function createDocumentsService(deps: DocumentsServiceDeps) {
+  const {
+    db,
+    entities,
+    records,
+    repo,
+    storage,
+    fetchDocument,
+    secret,
+    publicUrl,
+    now = () => new Date(),
+  } = deps;
+
+  /**
+   * Decides where each document goes and fetches the allowed ones. `scope` (record tokens)
+   * limits the file fields; `allowPool` says whether a document without a field may go to the
+   * record's pool. A document that cannot be fetched becomes a `document_unavailable` warning.
+   */
+  async function fetchFor(
+    accountId: string,
+    entityKeyOrId: string,
+    refs: DocumentRef[],
+    options: { scope: string[] | null; allowPool: boolean },
+  ): Promise<FetchedBatch> {
+    if (refs.length > MAX_DOCUMENTS_PER_CALL) {
+      throw new AppError('validation_failed', {
+        details: [
+          {
+            key: 'documents',
+            reason: 'too_many',
+            message: `at most ${MAX_DOCUMENTS_PER_CALL} documents per call`,
+          },
+        ],
+      });
+    }
+    const entity = await entities.find(accountId, entityKeyOrId);
+    if (!entity) throw new AppError('not_found', { message: 'Record not found' });
+    const fileFields = entity.fields.filter((field) => isFileType(field.type)).map((field) => field.key);
+    const openFileFields = options.scope
+      ? fileFields.filter((key) => options.scope!.includes(key))
+      : fileFields;
+    const warnings: Warning[] = [];
+    const planned: { ref: DocumentRef; field: string | null }[] = [];
+    for (const [index, ref] of refs.entries()) {
+      let field: string | null = ref.field ?? null;
+      if (field === null && !options.allowPool) {
+        if (openFileFields.length === 1) field = openFileFields[0]!;
+        else if (openFileFields.length > 1) {
+          throw new AppError('validation_failed', {
+            details: [
+              {
+                key: `documents.${index}.field`,
+                reason: 'required',
+                message: 'the token opens several file fields: name one',
+              },
+            ],
+          });
+        } else {
+          warnings.push({ key: ref.url, reason: 'not_in_scope', message: 'the token opens no file field' });
+          continue;
+        }
+      }
+      if (field !== null) {
+        if (!fileFields.includes(field)) {
+          throw new AppError('validation_failed', {
+            details: [
+              {
+                key: `documents.${index}.field`,
+                reason: 'not_allowed',
+                message: `${field} is not a file field`,
+              },
+            ],
+          });
+        }
+        if (!openFileFields.includes(field)) {
+          warnings.push({ key: field, reason: 'not_in_scope' });
+          continue;
+        }
+      }
+      planned.push({ ref, field });
+    }
+    const results = await mapLimited(planned, FETCH_CONCURRENCY, (item) => fetchDocument(item.ref.url));
+    const items: FetchedBatch['items'] = [];
+    for (const [index, result] of results.entries()) {
+      const { ref, field } = planned[index]!;
+      if (result.ok) {
+        items.push({
+          field,
+          sourceUrl: ref.url,
+          document: ref.name ? { ...result.document, name: ref.name } : result.document,
+        });
+      } else {
+        warnings.push({ key: field ?? ref.url, reason: 'document_unavailable', message: result.reason });
+      }
+    }
+    return { items, warnings };
+  }
+
+  return {
+    fetchFor,
+
+    async fetchForRecord(
+      accountId: string,
+      recordId: string,
+      refs: DocumentRef[],
+      options: { scope: string[] | null; allowPool: boolean },
+    ): Promise<FetchedBatch> {
+      const record = await records.find(accountId, recordId);
+      if (!record) throw new AppError('not_found', { message: 'Record not found' });
+      return fetchFor(accountId, record.entity_id, refs, options);
+    },
+
+    /** Writes the fetched documents onto the record, in the caller's transaction if given. */
+    async attach(ctx: AttachContext, recordId: string, batch: FetchedBatch, tx?: Executor): Promise<number> {
+      if (batch.items.length === 0) return 0;
+      const write = async (executor: Executor) => {
+        // A single-file field holds one document: the new one replaces what it had.
+        const singleFields = new Set<string>();
+        const entityRecord = await records.find(ctx.accountId, recordId, executor);
+        if (entityRecord) {
+          const entity = await entities.find(ctx.accountId, entityRecord.entity_id);
+          for (const field of entity?.fields ?? []) if (field.type === 'file') singleFields.add(field.key);
+        }
+        const replaced: string[] = [];
+        for (const field of new Set(batch.items.map((item) => item.field))) {
+          if (field && singleFields.has(field)) {
+            replaced.push(...(await repo.removeFromField(ctx.accountId, recordId, field, executor)));
+          }
+        }
+        const kept = batch.items.filter(
+          (item, index) =>
+            !(
+              item.field &&
+              singleFields.has(item.field) &&
+              batch.items.findLastIndex((i) => i.field === item.field) !== index
+            ),
+        );
+        const rows = kept.map((item) => ({
+          id: randomUUID(),
+          field: item.field,
+          sourceUrl: item.sourceUrl,
+          ...item.document,
+        }));
+        await repo.insert(ctx.accountId, recordId, rows, executor);
+        await records.insertEvents(
+          ctx.accountId,
+          rows.map((row) => ({
+            recordId,
+            type: 'document_attached',
+            message: `${row.name} (${row.mime}, ${row.size} bytes)${row.field ? ` to ${row.field}` : ''}`,
+            actor: ctx.actor,
+            data: { document_id: row.id, field: row.field, request_id: ctx.requestId },
+          })),
+          executor,
+        );
+        return { count: rows.length, replaced };
+      };
+      const { count, replaced } = tx ? await write(tx) : await db.transaction().execute(write);
+      // Files of replaced documents go once the new ones are committed.
+      for (const key of replaced) await storage.remove(key).catch(() => {});
+      return count;
+    },
+
+    /** Drops fetched files that were never attached (the write that would have used them failed). */
+    async discard(batch: FetchedBatch | null): Promise<void> {
+      for (const item of batch?.items ?? []) await storage.remove(item.document.storageKey).catch(() => {});
+    },
+
+    async open(accountId: string, documentId: string) {
+      const row = await repo.find(accountId, documentId);
+      if (!row) throw new AppError('not_found', { message: 'Document not found' });
+      return { row, stream: await storage.open(row.storage_key) };
+    },
+
+    async signedUrl(accountId: string, documentId: string) {
+      const row = await repo.find(accountId, documentId);
+      if (!row) throw new AppError('not_found', { message: 'Document not found' });
+      const exp = Math.floor(now().getTime() / 1000) + SIGNED_URL_TTL_SECONDS;
+      const sig = documentSignature(secret, row.id, exp);
+      return {
+        url: `${publicUrl}/api/v1/documents/${row.id}?exp=${exp}&sig=${sig}`,
+        expires_at: iso(new Date(exp * 1000)),
+      };
+    },
+  };
+}
+
+export type DocumentsService = ReturnType<typeof createDocumentsService>;

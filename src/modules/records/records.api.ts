@@ -1,0 +1,70 @@
+import type { Credential } from '../../http/auth.ts';
+import type { DocumentRef, DocumentsService } from '../documents/documents.service.ts';
+import type { NotesService } from '../notes/notes.service.ts';
+import type { ChangeContext, RecordsService } from './records.service.ts';
+
+/** PATCH endpoints over records, documents and notes. */
+export function createRecordsApi({
+  records,
+  documents,
+  notes,
+}: {
+  records: RecordsService;
+  documents: DocumentsService;
+  notes: NotesService;
+}) {
+  return {
+    /** PATCH /api/v1/records/{id} (scope null) and PATCH /api/v1/records (the record token's scope). */
+    async patch(
+      ctx: ChangeContext,
+      recordId: string,
+      body: { fields?: Record<string, unknown>; documents?: DocumentRef[] },
+      scope: string[] | null,
+    ) {
+      const submitted = body.fields
+        ? Object.keys(body.fields).map((key) => [key, body.fields![key]] as [string, unknown])
+        : [];
+      // Documents are fetched before the values change, outside any transaction.
+      const fetched = body.documents?.length
+        ? await documents.fetchForRecord(ctx.accountId, recordId, body.documents, {
+            scope,
+            allowPool: scope === null,
+          })
+        : null;
+      const change = await records.changeValues(ctx, recordId, submitted, scope);
+      const attached = fetched ? await documents.attach(ctx, recordId, fetched) : 0;
+      return {
+        id: recordId,
+        entity: change.entityKey,
+        updated: change.changed.length > 0 || attached > 0,
+        fields: change.changed,
+        documents: attached,
+        warnings: [...change.warnings, ...(fetched?.warnings ?? [])],
+      };
+    },
+
+    /** PATCH /api/leads/{id} (S1). */
+    async patchLead(
+      ctx: ChangeContext,
+      leadId: string,
+      body: { fields: Record<string, unknown>; note?: string },
+      credential: Exclude<Credential, { kind: 'admin' }>,
+    ) {
+      const submitted = Object.keys(body.fields).map((key) => [key, body.fields[key]] as [string, unknown]);
+      const change = await records.changeValues(ctx, leadId, submitted, null);
+      if (body.note && body.note.trim() !== '') {
+        await notes.add(
+          {
+            accountId: ctx.accountId,
+            keyName: credential.kind === 'api_key' ? credential.keyName : null,
+            requestId: ctx.requestId,
+          },
+          { body: body.note, record: leadId },
+        );
+      }
+      return { status: 'success' as const, lead_id: leadId, updated_fields: change.changed };
+    },
+  };
+}
+
+export type RecordsApi = ReturnType<typeof createRecordsApi>;

@@ -1,0 +1,91 @@
+import { Type } from 'typebox';
+import { NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+
+export const DocumentOut = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  mime: Type.String(),
+  size: Type.Integer(),
+  field: Type.Optional(Type.String()),
+  url: Type.String(),
+});
+
+export const RecordOut = Type.Object({
+  id: Uuid,
+  entity: Type.String(),
+  name: Type.String(),
+  fields: Type.Record(Type.String(), Type.Unknown()),
+  source: Type.String(),
+  external_id: Type.Union([Type.String(), Type.Null()]),
+  origin: Type.Record(Type.String(), Type.String()),
+  documents: Type.Array(DocumentOut),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  crm: Type.Union([Type.Object({ pipeline: Type.String(), stage: Type.String() }), Type.Null()]),
+});
+
+export const RecordList = Type.Object({ records: Type.Array(RecordOut), next_cursor: NextCursor });
+
+export const RecordListQuery = Type.Object({
+  entity: Type.Optional(Type.String({ maxLength: 100 })),
+  updated_since: Type.Optional(Type.String({ maxLength: 64 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+});
+
+const DocumentRef = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: 2048 }),
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  field: Type.Optional(Type.String({ maxLength: 100 })),
+});
+
+export const PatchRecordBody = Type.Object(
+  {
+    fields: Type.Optional(
+      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 500 }),
+    ),
+    documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
+  },
+  { additionalProperties: false },
+);
+
+export const PatchRecordResponse = Type.Object({
+  id: Uuid,
+  entity: Type.String(),
+  updated: Type.Boolean(),
+  fields: Type.Array(Type.String()),
+  documents: Type.Integer(),
+  warnings: Type.Array(Warning),
+});
+
+export const IssueTokenBody = Type.Object(
+  {
+    fields: Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 300 }),
+    expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 })),
+  },
+  { additionalProperties: false },
+);
+
+export const IssuedToken = Type.Object({ token: Type.String(), expires_at: Timestamp });
+
+export const S1Lead = Type.Object({
+  lead_id: Uuid,
+  entity: Uuid,
+  status_step: Type.Union([Type.String(), Type.Null()]),
+  fields: Type.Record(Type.String(), Type.Unknown()),
+  events: Type.Array(Type.Object({ type: Type.String(), message: Type.String(), created_at: Type.String() })),
+});
+
+export const S1PatchBody = Type.Object(
+  {
+    fields: Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { maxProperties: 500 }),
+    note: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+
+export const S1PatchResponse = Type.Object({
+  status: Type.Literal('success'),
+  lead_id: Uuid,
+  updated_fields: Type.Array(Type.String()),
+});

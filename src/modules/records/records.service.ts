@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import type { Db } from '../../db/types.ts';
+import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { iso } from '../../http/schemas.ts';
+import { generateToken, hashSecret } from '../../lib/credentials.ts';
+import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import { isFileType } from '../entities/entities.model.ts';
+import type { EntitiesService } from '../entities/entities.service.ts';
+import type { Warning } from '../intake/intake.service.ts';
+import {
+  coerceValue,
+  createFieldMatcher,
+  dedupeKeyOf,
+  displayName,
+  emailOf,
+  isEmptyValue,
+  missingRequired,
+} from './field-values.ts';
+import type { RecordsReadRepo, RecordsRepo } from './records.repo.ts';
+
+/** Record tokens live 30 days unless made shorter (decisions §6). */
+const RECORD_TOKEN_MAX_DAYS = 30;
+/** S1 shows the latest 50 events (decisions §10). */
+const S1_EVENT_COUNT = 50;
+
+type FullRecord = NonNullable<Awaited<ReturnType<RecordsReadRepo['findFull']>>>;
+type DocumentRow = Awaited<ReturnType<RecordsReadRepo['documentsOf']>>[number];
+
+export function documentUrl(documentId: string): string {
+  return `/api/v1/documents/${documentId}`;
+}
+
+export function presentDocument(doc: DocumentRow) {
+  return {
+    id: doc.id,
+    name: doc.name,
+    mime: doc.mime,
+    size: Number(doc.size),
+    ...(doc.field ? { field: doc.field } : {}),
+    url: documentUrl(doc.id),
+  };
+}
+
+/** ISO 8601 with an explicit offset (interface: Events), e.g. 2026-11-22T12:00:00.000+00:00. */
+export function isoWithOffset(value: Date): string {
+  return value.toISOString().replace('Z', '+00:00');
+}
+
+/** Who changes a record, for history and strict mode. */
+export interface ChangeContext {
+  accountId: string;
+  strict: boolean;
+  actor: string;
+  requestId: string;
+}
+
+export interface ValuesChange {
+  entityKey: string;
+  changed: string[];
+  warnings: Warning[];
+}
+
+export interface RecordsServiceDeps {
+  db: Db;
+  entities: EntitiesService;
+  records: RecordsRepo;
+  reads: RecordsReadRepo;
+}
+
+export function createRecordsService({ db, entities, records, reads }: RecordsServiceDeps) {
+  function present(record: FullRecord, documents: DocumentRow[]) {
+    return {
+      id: record.id,
+      entity: record.entity_key,
+      name: record.name,
+      fields: record.fields,
+      source: record.source,
+      external_id: record.external_id,
+      origin: record.origin,
+      documents: documents.map(presentDocument),
+      created_at: iso(record.created_at),
+      updated_at: iso(record.updated_at),
+      crm: record.stage_name ? { pipeline: record.pipeline_name ?? '', stage: record.stage_name } : null,
+    };
+  }
+
+  async function load(accountId: string, id: string): Promise<FullRecord> {
+    const record = await reads.findFull(accountId, id);
+    if (!record) throw new AppError('not_found', { message: 'Record not found' });
+    return record;
+  }
+
+  return {
+    async get(accountId: string, id: string) {
+      const record = await load(accountId, id);
+      return present(record, await reads.documentsOf(accountId, [id]));
+    },
+
+    async list(
+      accountId: string,
+      query: { entity?: string; updated_since?: string; limit?: number; cursor?: string },
+    ) {
+      const limit = query.limit ?? 100;
+      let entityId: string | undefined;
+      if (query.entity) {
+        const entity = await entities.find(accountId, query.entity);
+        if (!entity) throw new AppError('unknown_entity', { message: `No entity ${query.entity}` });
+        entityId = entity.id;
+      }
+      const updatedSince = query.updated_since ? new Date(query.updated_since) : undefined;
+      if (updatedSince && Number.isNaN(updatedSince.getTime())) {
+        throw new AppError('validation_failed', {
+          details: [
+            {
+              key: 'updated_since',
+              reason: 'invalid_format',
+              message: 'updated_since must be an ISO timestamp',
+            },
+          ],
+        });
+      }
+      let after: { updatedAt: string; id: string } | null = null;
+      const position = decodeCursor(query.cursor);
+      if (position) after = { updatedAt: position.createdAt, id: position.id };
+      const rows = await reads.list(accountId, { entityId, updatedSince }, limit + 1, after);
+      const page = rows.slice(0, limit);
+      const documents = await reads.documentsOf(
+        accountId,
+        page.map((r) => r.id),
+      );
+      const recordsOut = page.map((row) =>
+        present(
+          row,
+          documents.filter((d) => d.record_id === row.id),
+        ),
+      );
+      const last = page[page.length - 1];
+      return {
+        records: recordsOut,
+        next_cursor: rows.length > limit && last ? encodeCursor(last.updated_at, last.id) : null,
+      };
+    },
+
+    /**
+     * Changes named values of a record; unnamed ones stay. `scope` limits the writable fields
+     * (record tokens): others are reported as `not_in_scope`. An empty value clears the field.
+     */
+    async changeValues(
+      ctx: ChangeContext,
+      recordId: string,
+      submitted: [string, unknown][],
+      scope: string[] | null,
+    ): Promise<ValuesChange> {
+      return db.transaction().execute(async (tx) => {
+        const row = await reads.lockForUpdate(ctx.accountId, recordId, tx);
+        if (!row) throw new AppError('not_found', { message: 'Record not found' });
+        const entity = await entities.find(ctx.accountId, row.entity_id);
+        if (!entity) throw new AppError('not_found', { message: 'Record not found' });
+        const match = createFieldMatcher(entity);
+        const stored = row.fields as Record<string, unknown>;
+        const next: Record<string, unknown> = { ...stored };
+        const warnings: Warning[] = [];
+        const problems: ValidationDetail[] = [];
+        for (const [name, raw] of submitted) {
+          const field = match(name);
+          if (!field) {
+            if (ctx.strict)
+              problems.push({ key: name, reason: 'unmapped', message: `${name} matches no field` });
+            else warnings.push({ key: name, reason: 'unmapped' });
+            continue;
+          }
+          if (scope && !scope.includes(field.key)) {
+            warnings.push({ key: field.key, reason: 'not_in_scope' });
+            continue;
+          }
+          if (isFileType(field.type)) {
+            problems.push({
+              key: field.key,
+              reason: 'invalid_type',
+              message: `${field.key} takes documents`,
+            });
+            continue;
+          }
+          if (isEmptyValue(raw)) {
+            delete next[field.key];
+            continue;
+          }
+          const coerced = coerceValue(field, raw);
+          if (coerced.ok) next[field.key] = coerced.value;
+          else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
+        }
+        problems.push(
+          ...missingRequired(entity, next).filter((p) => submitted.some(([n]) => match(n)?.key === p.key)),
+        );
+        if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+        const changed = [...new Set([...Object.keys(stored), ...Object.keys(next)])].filter(
+          (key) => !isDeepStrictEqual(stored[key], next[key]),
+        );
+        if (changed.length > 0) {
+          await records.updateValues(
+            ctx.accountId,
+            recordId,
+            {
+              fields: next,
+              name: displayName(entity, next),
+              emailLc: emailOf(entity, next),
+              dedupeKey: dedupeKeyOf(entity, next),
+            },
+            tx,
+          );
+          await records.insertEvents(
+            ctx.accountId,
+            [
+              {
+                recordId,
+                type: 'lead_updated',
+                message: `Updated ${changed.join(', ')}`,
+                actor: ctx.actor,
+                data: { fields: changed, request_id: ctx.requestId },
+              },
+            ],
+            tx,
+          );
+        }
+        return { entityKey: entity.key, changed, warnings };
+      });
+    },
+
+    async issueToken(
+      accountId: string,
+      recordId: string,
+      input: { fields: string[]; expires_in_days?: number },
+    ) {
+      const record = await load(accountId, recordId);
+      const entity = await entities.find(accountId, record.entity_id);
+      const unknown = input.fields.filter((key) => !entity?.fields.some((f) => f.key === key));
+      if (unknown.length > 0) {
+        throw new AppError('validation_failed', {
+          details: unknown.map((key) => ({
+            key: 'fields',
+            reason: 'unknown_field',
+            message: `no field ${key}`,
+          })),
+        });
+      }
+      const days = Math.min(input.expires_in_days ?? RECORD_TOKEN_MAX_DAYS, RECORD_TOKEN_MAX_DAYS);
+      const token = generateToken('rt_');
+      const expiresAt = new Date(Date.now() + days * 24 * 60 * 60 * 1000);
+      const row = await reads.insertRecordToken(accountId, {
+        id: randomUUID(),
+        recordId,
+        tokenHash: hashSecret(token),
+        fields: [...new Set(input.fields)],
+        expiresAt,
+      });
+      return { token, expires_at: iso(row.expires_at) };
+    },
+
+    /** S1 read view (interface: GET /leads/{id}). */
+    async getLead(accountId: string, id: string) {
+      const record = await load(accountId, id);
+      const events = await reads.latestEvents(accountId, id, S1_EVENT_COUNT);
+      return {
+        lead_id: record.id,
+        entity: record.entity_id,
+        status_step: record.stage_name ?? null,
+        fields: record.fields,
+        events: events.map((event) => ({
+          type: event.type,
+          message: event.message,
+          created_at: isoWithOffset(event.created_at),
+        })),
+      };
+    },
+  };
+}
+
+export type RecordsService = ReturnType<typeof createRecordsService>;

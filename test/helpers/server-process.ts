@@ -1,0 +1,87 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The project's Node 24, whatever `node` the test runner found first. */
+export const NODE_BIN = path.join(ROOT, 'node_modules/.bin/node');
+export const LEADS_BIN = path.join(ROOT, 'bin/leads.js');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/**
+ * Starts `leads serve` as users start it, and waits until /health answers. Killed after
+ * `maxLifetimeMs` at the latest, so that a failing test never leaves it behind.
+ */
+export async function startServerProcess(
+  env: Record<string, string>,
+  options: { maxLifetimeMs?: number; readyTimeoutMs?: number } = {},
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(NODE_BIN, [LEADS_BIN, 'serve'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      LEADS_DEMO: 'false',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const lifetime = setTimeout(() => child.kill('SIGKILL'), options.maxLifetimeMs ?? 120_000);
+  lifetime.unref();
+  exited.then(() => clearTimeout(lifetime));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
+  let ended = false;
+  exited.then(() => {
+    ended = true;
+  });
+  for (;;) {
+    if (ended) throw new Error(`server exited before it was ready:\n${output}`);
+    try {
+      const response = await fetch(`${url}/health`);
+      if (response.ok) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server not ready in time:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url, child, output: () => output, exited, kill: (signal = 'SIGTERM') => child.kill(signal) };
+}
