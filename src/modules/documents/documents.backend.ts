@@ -1,17 +1,37 @@
+import { type AddressPolicy, createAddressPolicy, type Resolver } from '../../outbound/address-policy.ts';
+import { createGuardedFetcher } from '../../outbound/guarded-fetch.ts';
+import { createDirectoryStorage } from '../../storage/directory-storage.ts';
+import { createDocumentFetcher, MAX_DOCUMENT_BYTES } from './documents.fetch.ts';
 import type { DocumentStorage, FetchDocument } from './documents.service.ts';
 
 export interface DocumentBackendOptions {
   filesDir: string;
   allowPrivate: boolean;
+  /** Limits, replaceable so that tests use small ones. */
+  maxBytes?: number;
+  timeoutMs?: number;
+  policy?: AddressPolicy;
+  resolve?: Resolver;
 }
 
-/** Storage and guarded fetcher for documents. PENDING: replaced by src/storage + src/outbound. */
-export function createDocumentBackend(_options: DocumentBackendOptions): {
+/** Document storage on disk and the guarded fetcher that fills it. */
+export function createDocumentBackend(options: DocumentBackendOptions): {
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
 } {
-  const unavailable = async (): Promise<never> => {
-    throw new Error('document backend not wired yet');
+  const storage = createDirectoryStorage(options.filesDir);
+  const fetcher = createGuardedFetcher({
+    allowPrivate: options.allowPrivate,
+    policy: options.policy ?? createAddressPolicy(options.allowPrivate),
+    resolve: options.resolve,
+    timeoutMs: options.timeoutMs ?? 30_000,
+  });
+  return {
+    storage,
+    fetchDocument: createDocumentFetcher({
+      fetcher,
+      storage,
+      maxBytes: options.maxBytes ?? MAX_DOCUMENT_BYTES,
+    }),
   };
-  return { storage: { open: unavailable, remove: unavailable }, fetchDocument: unavailable };
 }

@@ -1,0 +1,121 @@
+import fs from 'node:fs/promises';
+import { TextDecoder } from 'node:util';
+import { fileTypeFromBuffer } from 'file-type';
+import { type GuardedFetcher, OutboundError } from '../../outbound/guarded-fetch.ts';
+import { type FileStorage, TooLargeError } from '../../storage/directory-storage.ts';
+import type { FetchDocument, FetchResult } from './documents.service.ts';
+
+/** 25 MiB per document (decisions §4). */
+export const MAX_DOCUMENT_BYTES = 25 * 1024 * 1024;
+/** How much of a file is read to recognise its type. */
+const SNIFF_BYTES = 64 * 1024;
+const MAX_NAME_LENGTH = 200;
+
+/** A file name safe to store and to send back: no paths, no control characters, bounded. */
+export function sanitizeFileName(raw: string): string {
+  const base = raw.split(/[/\\]/).pop() ?? '';
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+    .replace(/^\.+/, '')
+    .trim()
+    .slice(0, MAX_NAME_LENGTH);
+  return cleaned === '' ? 'document' : cleaned;
+}
+
+/** The file name from Content-Disposition (RFC 6266, `filename*` first), else from the URL path. */
+export function fileNameFor(url: URL, contentDisposition: string | undefined): string {
+  if (contentDisposition) {
+    const extended = /filename\*\s*=\s*(?:UTF-8|utf-8)''([^;]+)/.exec(contentDisposition);
+    if (extended?.[1]) {
+      try {
+        return sanitizeFileName(decodeURIComponent(extended[1].trim()));
+      } catch {
+        // Malformed escape: fall through to the plain parameter.
+      }
+    }
+    const plain = /filename\s*=\s*("([^"]*)"|[^;]+)/.exec(contentDisposition);
+    const value = plain?.[2] ?? plain?.[1];
+    if (value) return sanitizeFileName(value.trim());
+  }
+  const segment = url.pathname.split('/').filter(Boolean).pop() ?? '';
+  try {
+    return sanitizeFileName(decodeURIComponent(segment));
+  } catch {
+    return sanitizeFileName(segment);
+  }
+}
+
+/** The media type from the bytes (decisions §4), never from what the sender claimed. */
+export async function sniffMediaType(filePath: string): Promise<string> {
+  const handle = await fs.open(filePath, 'r');
+  try {
+    const buffer = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
+    const head = buffer.subarray(0, bytesRead);
+    const detected = await fileTypeFromBuffer(head);
+    if (detected) return detected.mime;
+    if (bytesRead > 0 && !head.includes(0)) {
+      try {
+        // A cut at the end of the sample may split a character: `stream` tolerates that.
+        new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: bytesRead === SNIFF_BYTES });
+        return 'text/plain';
+      } catch {
+        // Not UTF-8 text.
+      }
+    }
+    return 'application/octet-stream';
+  } finally {
+    await handle.close();
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Fetches one document URL into storage through the guarded fetcher; failures become reasons. */
+export function createDocumentFetcher({
+  fetcher,
+  storage,
+  maxBytes = MAX_DOCUMENT_BYTES,
+}: {
+  fetcher: GuardedFetcher;
+  storage: FileStorage;
+  maxBytes?: number;
+}): FetchDocument {
+  return async (url: string): Promise<FetchResult> => {
+    let opened: Awaited<ReturnType<GuardedFetcher['open']>> | undefined;
+    try {
+      opened = await fetcher.open(url);
+      if (opened.status < 200 || opened.status > 299) return { ok: false, reason: `http_${opened.status}` };
+      const announced = Number(headerValue(opened.headers['content-length']));
+      if (Number.isFinite(announced) && announced > maxBytes) return { ok: false, reason: 'too_large' };
+      const stored = await storage.put(opened.body, { maxBytes });
+      try {
+        const mime = await sniffMediaType(stored.path);
+        const name = fileNameFor(opened.url, headerValue(opened.headers['content-disposition']));
+        return {
+          ok: true,
+          document: { name, mime, size: stored.size, sha256: stored.sha256, storageKey: stored.key },
+        };
+      } catch (error) {
+        await storage.remove(stored.key);
+        throw error;
+      }
+    } catch (error) {
+      if (error instanceof OutboundError) return { ok: false, reason: error.reason };
+      if (error instanceof TooLargeError) return { ok: false, reason: 'too_large' };
+      const cause = (error as { cause?: unknown }).cause;
+      if (cause instanceof OutboundError) return { ok: false, reason: cause.reason };
+      if (
+        (error as { name?: string }).name === 'AbortError' ||
+        (error as { code?: string }).code === 'UND_ERR_ABORTED'
+      ) {
+        return { ok: false, reason: 'timeout' };
+      }
+      return { ok: false, reason: 'network_error' };
+    } finally {
+      await opened?.close();
+    }
+  };
+}
