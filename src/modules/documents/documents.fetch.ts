@@ -14,8 +14,12 @@ const MAX_NAME_LENGTH = 200;
 /** A file name safe to store and to send back: no paths, no control characters, bounded. */
 export function sanitizeFileName(raw: string): string {
   const base = raw.split(/[/\\]/).pop() ?? '';
-  const cleaned = base
-    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+  const printable = [...base].filter((char) => {
+    const code = char.codePointAt(0) ?? 0;
+    return code > 0x1f && (code < 0x7f || code > 0x9f);
+  });
+  const cleaned = printable
+    .join('')
     .replace(/^\.+/, '')
     .trim()
     .slice(0, MAX_NAME_LENGTH);
