@@ -18,11 +18,7 @@ export function sanitizeFileName(raw: string): string {
     const code = char.codePointAt(0) ?? 0;
     return code > 0x1f && (code < 0x7f || code > 0x9f);
   });
-  const cleaned = printable
-    .join('')
-    .replace(/^\.+/, '')
-    .trim()
-    .slice(0, MAX_NAME_LENGTH);
+  const cleaned = printable.join('').replace(/^\.+/, '').trim().slice(0, MAX_NAME_LENGTH);
   return cleaned === '' ? 'document' : cleaned;
 }
 
