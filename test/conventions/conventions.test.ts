@@ -1,0 +1,171 @@
+import { Writable } from 'node:stream';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, loggerOptions } from '../../src/app.ts';
+import { hashSecret } from '../../src/lib/credentials.ts';
+import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+
+describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await t.createAccount();
+  });
+  afterAll(async () => t?.close());
+
+  describe('request ids', () => {
+    it('carries X-Request-Id on answers of every kind, echoing a sane caller id', async () => {
+      const cases = [
+        { method: 'GET' as const, url: '/api/v1/entities', key: account.apiKey },
+        { method: 'GET' as const, url: '/api/v1/entities' },
+        { method: 'GET' as const, url: '/api/v1/nothing-here', key: account.apiKey },
+        { method: 'POST' as const, url: '/api/v1/settings/users', key: account.apiKey, body: {} },
+        {
+          method: 'POST' as const,
+          url: '/api/v1/settings/users',
+          key: account.apiKey,
+          headers: { 'content-type': 'text/plain' },
+          payload: 'x',
+        },
+      ];
+      for (const request of cases) {
+        const response = await t.request({
+          ...request,
+          headers: { ...request.headers, 'x-request-id': 'abc-123' },
+        });
+        expect(response.headers['x-request-id'], request.url).toBe('abc-123');
+        const fresh = await t.request(request);
+        expect(fresh.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      }
+    });
+
+    it('replaces an insane caller id with a new one', async () => {
+      for (const insane of ['x'.repeat(200), 'has space', 'semi;colon']) {
+        const response = await t.request({
+          method: 'GET',
+          url: '/api/v1/entities',
+          headers: { 'x-request-id': insane },
+        });
+        expect(response.headers['x-request-id']).not.toBe(insane);
+        expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      }
+    });
+  });
+
+  describe('errors', () => {
+    it('answers unknown S2 paths with 404 unknown_endpoint, S1 paths in the S1 body', async () => {
+      const s2 = await t.request({ method: 'GET', url: '/api/v1/nothing-here', key: account.apiKey });
+      expect(s2.statusCode).toBe(404);
+      expect(s2.json()).toEqual({ error: 'unknown_endpoint' });
+      const s1 = await t.request({ method: 'GET', url: '/api/nothing-here', key: account.apiKey });
+      expect(s1.statusCode).toBe(404);
+      expect(s1.json()).toMatchObject({ status: 'error', message: expect.any(String) });
+    });
+
+    it('answers a body that is not what it claims with 400 invalid_body, other types with 415', async () => {
+      const malformed = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/json' },
+        payload: '{bad',
+      });
+      expect(malformed.statusCode).toBe(400);
+      expect(malformed.json()).toEqual({ error: 'invalid_body' });
+      const empty = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      });
+      expect(empty.statusCode).toBe(400);
+      const text = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: account.apiKey,
+        headers: { 'content-type': 'text/plain' },
+        payload: 'hello',
+      });
+      expect(text.statusCode).toBe(415);
+    });
+
+    it('guards module routes: 403 module_not_enabled without the module, 200 with it', async () => {
+      const without = await t.request({ method: 'GET', url: '/api/v1/crm/pipelines', key: account.apiKey });
+      expect(without.statusCode).toBe(403);
+      expect(without.json()).toEqual({ error: 'module_not_enabled' });
+      const withCrm = await t.createAccount({ modules: ['crm'] });
+      expect(
+        (await t.request({ method: 'GET', url: '/api/v1/crm/pipelines', key: withCrm.apiKey })).statusCode,
+      ).toBe(200);
+    });
+  });
+
+  describe('documentation', () => {
+    it('serves the OpenAPI 3.1 document generated from the routes, and a reference page', async () => {
+      // The document itself is not one of the documented operations, so it is fetched directly.
+      const response = await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+      expect(response.statusCode).toBe(200);
+      const doc = response.json();
+      expect(doc.openapi).toBe('3.1.0');
+      for (const path of [
+        '/api/v1/records',
+        '/api/v1/entities',
+        '/api/intake',
+        '/admin/v1/accounts',
+        '/api/v1/notes',
+      ]) {
+        expect(Object.keys(doc.paths), path).toContain(path);
+      }
+      let page = await t.app.inject({ method: 'GET', url: '/docs' });
+      for (let hops = 0; page.statusCode >= 300 && page.statusCode < 400 && hops < 3; hops++) {
+        page = await t.app.inject({
+          method: 'GET',
+          url: new URL(String(page.headers.location), 'http://x/docs/').pathname,
+        });
+      }
+      expect(page.statusCode).toBe(200);
+      expect(page.headers['content-type']).toContain('text/html');
+    });
+  });
+
+  describe('security', () => {
+    it('logs each request with its id and never the key or a source token', async () => {
+      const lines: string[] = [];
+      const stream = new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      });
+      const app = await buildApp({
+        services: t.services,
+        adminTokenHash: hashSecret(ADMIN_TOKEN),
+        logger: { ...(loggerOptions('info') as object), stream } as never,
+        checkDatabase: async () => {
+          await sql`SELECT 1`.execute(t.db);
+        },
+      });
+      await app.inject({
+        method: 'GET',
+        url: '/api/v1/entities',
+        headers: { authorization: `Bearer ${account.apiKey}`, 'x-request-id': 'log-check-1' },
+      });
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/in/st_secretsecretsecretsecret?sig=abc',
+        headers: { 'x-request-id': 'log-check-2' },
+        payload: { entity: 'lead' },
+      });
+      await app.close();
+      const text = lines.join('');
+      expect(text).toContain('log-check-1');
+      expect(text).toContain('log-check-2');
+      expect(text).not.toContain(account.apiKey);
+      expect(text).not.toContain('st_secretsecretsecretsecret');
+      for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    });
+  });
+});

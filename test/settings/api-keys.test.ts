@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+
+describe.each(TEST_DATABASES)('settings: API keys on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await t.createAccount();
+  });
+  afterAll(async () => t?.close());
+
+  const call = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    key = account.apiKey,
+  ) => t.request({ method, url, key, body });
+
+  describe('happy path', () => {
+    it('creates a key shown once, lists keys without values, renames and switches strict mode', async () => {
+      const created = await call('POST', '/api/v1/settings/api-keys', { name: 'Website form', strict: true });
+      expect(created.statusCode).toBe(201);
+      const key = created.json();
+      expect(key).toMatchObject({ name: 'Website form', strict: true, prefix: key.key.slice(0, 10) });
+      expect(key.permissions).toContain('records:write');
+      const list = await call('GET', '/api/v1/settings/api-keys');
+      expect(list.statusCode).toBe(200);
+      expect(list.body).not.toContain(key.key);
+      expect(list.json().api_keys.map((k: { id: string }) => k.id)).toContain(key.id);
+      const patched = await call('PATCH', `/api/v1/settings/api-keys/${key.id}`, {
+        name: 'Form',
+        strict: false,
+      });
+      expect(patched.json()).toMatchObject({ id: key.id, name: 'Form', strict: false });
+      // The database keeps a hash, never the key.
+      const row = await t.db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('id', '=', key.id)
+        .executeTakeFirstOrThrow();
+      expect(JSON.stringify(row)).not.toContain(key.key.slice(10));
+    });
+
+    it('gives a key only the permissions asked for', async () => {
+      const reader = (
+        await call('POST', '/api/v1/settings/api-keys', { name: 'Reader', permissions: ['records:read'] })
+      ).json();
+      expect(reader.permissions).toEqual(['records:read']);
+      const forbidden = await call('GET', '/api/v1/settings/api-keys', undefined, reader.key);
+      expect(forbidden.statusCode).toBe(403);
+      expect(forbidden.json()).toEqual({ error: 'forbidden' });
+      const allowed = await call('GET', '/api/v1/entities', undefined, reader.key);
+      expect(allowed.statusCode).toBe(200);
+    });
+  });
+
+  describe('errors', () => {
+    it('refuses unknown permissions, empty names and unknown ids', async () => {
+      expect(
+        (await call('POST', '/api/v1/settings/api-keys', { name: 'X', permissions: ['root'] })).statusCode,
+      ).toBe(422);
+      expect((await call('POST', '/api/v1/settings/api-keys', { name: '' })).statusCode).toBe(422);
+      const missing = '00000000-0000-4000-8000-000000000000';
+      expect((await call('PATCH', `/api/v1/settings/api-keys/${missing}`, { name: 'x' })).statusCode).toBe(
+        404,
+      );
+      expect((await call('DELETE', `/api/v1/settings/api-keys/${missing}`)).statusCode).toBe(404);
+    });
+  });
+
+  describe('security', () => {
+    it('revokes a key at once, and a revoked key is gone from the list', async () => {
+      const key = (await call('POST', '/api/v1/settings/api-keys', { name: 'Temp' })).json();
+      expect((await call('DELETE', `/api/v1/settings/api-keys/${key.id}`)).statusCode).toBe(204);
+      expect((await call('GET', '/api/v1/entities', undefined, key.key)).statusCode).toBe(401);
+      const list = (await call('GET', '/api/v1/settings/api-keys')).json();
+      expect(list.api_keys.map((k: { id: string }) => k.id)).not.toContain(key.id);
+      expect((await call('DELETE', `/api/v1/settings/api-keys/${key.id}`)).statusCode).toBe(404);
+    });
+
+    it("answers 404 for another account's key, and never revokes it", async () => {
+      const other = await t.createAccount();
+      const theirs = (
+        await call('POST', '/api/v1/settings/api-keys', { name: 'Theirs' }, other.apiKey)
+      ).json();
+      expect((await call('DELETE', `/api/v1/settings/api-keys/${theirs.id}`)).statusCode).toBe(404);
+      expect((await call('PATCH', `/api/v1/settings/api-keys/${theirs.id}`, { name: 'x' })).statusCode).toBe(
+        404,
+      );
+      expect((await call('GET', '/api/v1/entities', undefined, theirs.key)).statusCode).toBe(200);
+    });
+  });
+});

@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { LEAD_ENTITY } from '../helpers/fixtures.ts';
+
+describe.each(TEST_DATABASES)('settings: entities and users, and the entity listings on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await t.createAccount({ modules: ['crm'] });
+  });
+  afterAll(async () => t?.close());
+
+  const put = (key: string, body: unknown, apiKey = account.apiKey) =>
+    t.request({ method: 'PUT', url: `/api/v1/settings/entities/${key}`, key: apiKey, body });
+  const get = (url: string, apiKey = account.apiKey) => t.request({ method: 'GET', url, key: apiKey });
+
+  describe('happy path', () => {
+    it('creates an entity and shows it on both surfaces with the fields of the interface', async () => {
+      const created = await put('lead', {
+        ...LEAD_ENTITY,
+        duplicate_rule: { match: ['email'], action: 'update' },
+      });
+      expect(created.statusCode).toBe(200);
+      expect(created.json()).toMatchObject({
+        key: 'lead',
+        name: 'Lead',
+        archived: false,
+        duplicate_rule: { match: ['email'], action: 'update' },
+        pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Won'] }],
+      });
+
+      const s2 = (await get('/api/v1/entities')).json();
+      expect(s2.modules).toEqual(['crm']);
+      const lead = s2.entities.find((e: { key: string }) => e.key === 'lead');
+      expect(lead.fields.find((f: { key: string }) => f.key === 'email')).toEqual({
+        key: 'email',
+        label: 'E-Mail Address',
+        type: 'text',
+        format: 'email',
+        required: true,
+        role: 'email',
+      });
+      expect(lead.fields.find((f: { key: string }) => f.key === 'interest')).toMatchObject({
+        type: 'select',
+        options: ['Solar', 'Heat pump', 'Battery'],
+        format: null,
+        role: null,
+      });
+
+      for (const path of ['/api/entities', '/api/lead-objects']) {
+        const s1 = (await get(path)).json();
+        const entry = s1.find((e: { label: string }) => e.label === 'Lead');
+        expect(entry.id).toMatch(/^[0-9a-f-]{36}$/);
+        expect(entry.fields).toContainEqual(
+          expect.objectContaining({ key: 'email', type: 'text', required: true }),
+        );
+      }
+      const pipelines = (await get('/api/v1/crm/pipelines')).json();
+      expect(pipelines.entities).toContainEqual({
+        key: 'lead',
+        pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Won'] }],
+      });
+    });
+
+    it('replaces a definition: dropped stages and pipelines leave the listings, archived entities leave S1', async () => {
+      await put('deal', {
+        name: 'Deal',
+        fields: [{ key: 'title', label: 'Title', type: 'text' }],
+        pipelines: [
+          { name: 'A', stages: ['One', 'Two'] },
+          { name: 'B', stages: ['X'] },
+        ],
+      });
+      const replaced = await put('deal', {
+        name: 'Deal',
+        fields: [{ key: 'title', label: 'Title', type: 'text' }],
+        pipelines: [{ name: 'A', stages: ['Two', 'Three'] }],
+        archived: true,
+      });
+      expect(replaced.json().pipelines).toEqual([{ name: 'A', stages: ['Two', 'Three'] }]);
+      expect((await get('/api/entities')).json().map((e: { label: string }) => e.label)).not.toContain(
+        'Deal',
+      );
+      expect(
+        (await get('/api/v1/settings/entities')).json().entities.map((e: { key: string }) => e.key),
+      ).toContain('deal');
+    });
+
+    it('adds users for assignees and viewers', async () => {
+      const created = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: account.apiKey,
+        body: { email: 'sales@acme.test', name: 'Sales' },
+      });
+      expect(created.statusCode).toBe(201);
+      const duplicate = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: account.apiKey,
+        body: { email: 'SALES@acme.test', name: 'Other' },
+      });
+      expect(duplicate.statusCode).toBe(409);
+      const list = (await get('/api/v1/settings/users')).json();
+      expect(list.users.map((u: { email: string }) => u.email)).toContain('sales@acme.test');
+    });
+  });
+
+  describe('errors', () => {
+    const field = (extra: object) => ({
+      name: 'Bad',
+      fields: [{ key: 'f', label: 'F', type: 'text', ...extra }],
+    });
+    it.each([
+      ['an unknown type', field({ type: 'color' })],
+      ['a format of another type', field({ format: 'integer' })],
+      ['a select without options', field({ type: 'select' })],
+      [
+        'duplicate field keys',
+        {
+          name: 'Bad',
+          fields: [
+            { key: 'a', label: 'A', type: 'text' },
+            { key: 'a', label: 'B', type: 'text' },
+          ],
+        },
+      ],
+      [
+        'a role given twice',
+        {
+          name: 'Bad',
+          fields: [
+            { key: 'a', label: 'A', type: 'text', role: 'email' },
+            { key: 'b', label: 'B', type: 'text', role: 'email' },
+          ],
+        },
+      ],
+      [
+        'a duplicate rule naming an unknown field',
+        { ...field({}), duplicate_rule: { match: ['nope'], action: 'update' } },
+      ],
+      ['an unknown duplicate action', { ...field({}), duplicate_rule: { match: ['f'], action: 'merge' } }],
+      ['a field key with spaces', field({ key: 'first name' })],
+    ])('refuses %s with 422 and details', async (_label, body) => {
+      const response = await put('bad', body);
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error).toBe('validation_failed');
+      expect(response.json().details.length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('security', () => {
+    it("never shows another account's entities and keys without `settings` cannot change them", async () => {
+      const other = await t.createAccount();
+      await put('secret_entity', { name: 'Secret', fields: [] }, other.apiKey);
+      expect((await get('/api/v1/entities')).body).not.toContain('secret_entity');
+      expect((await get('/api/v1/settings/entities')).body).not.toContain('secret_entity');
+      const reader = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/api-keys',
+          key: account.apiKey,
+          body: { name: 'r', permissions: ['records:read'] },
+        })
+      ).json();
+      expect((await put('lead', LEAD_ENTITY, reader.key)).statusCode).toBe(403);
+      const s1 = await t.request({ method: 'GET', url: '/api/entities' });
+      expect(s1.statusCode).toBe(401);
+      expect(s1.json().status).toBe('error');
+    });
+  });
+});
