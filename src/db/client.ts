@@ -10,6 +10,10 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface DatabaseHandle {
   db: Db;
   kind: DatabaseKind;
+  /** The connection string, for components with a pool of their own (the job queue). */
+  url?: string;
+  /** The embedded instance, for components that speak to it directly (the job queue). */
+  pglite?: PGlite;
   /** Closes the pool (or the embedded database) and releases the data-directory lock. */
   close(): Promise<void>;
 }
@@ -103,6 +107,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     return {
       db,
       kind: 'postgres',
+      url: options.databaseUrl,
       close: () => db.destroy(),
     };
   }
@@ -116,6 +121,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     return {
       db,
       kind: 'pglite',
+      pglite,
       close: async () => {
         try {
           await db.destroy();

@@ -3,6 +3,7 @@ import { buildApp, loggerOptions } from '../app.ts';
 import type { Config } from '../config.ts';
 import { createDemoOnce, firstStartBanner } from './bootstrap.ts';
 import { openRuntime } from './runtime.ts';
+import { createWorkers } from './worker.ts';
 
 export interface RunningServer {
   url: string;
@@ -33,6 +34,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await database.close();
     throw error;
   }
+  // Workers run beside the server unless they run as their own process (`leads worker`).
+  const workers = config.runWorkers ? createWorkers(runtime, app.log as never) : null;
+  if (workers) {
+    try {
+      await workers.start();
+    } catch (error) {
+      await app.close();
+      await database.close();
+      throw error;
+    }
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = config.publicUrl.replace(/:\d+$/, `:${port}`);
@@ -53,6 +65,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       timer.unref();
       try {
         await app.close();
+        await workers?.stop(config.shutdownTimeoutMs);
       } finally {
         clearTimeout(timer);
         await database.close();
