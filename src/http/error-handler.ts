@@ -71,6 +71,8 @@ export function toAppError(error: unknown): AppError {
   if (status === 404) return new AppError('not_found');
   if (status === 405) return new AppError('method_not_allowed');
   if (status === 400) return new AppError('invalid_body');
+  // Fastify answers requests that arrive while the server is closing with 503.
+  if (status === 503) return new AppError('service_unavailable', { headers: { connection: 'close' } });
   if (isDatabaseUnavailable(error))
     return new AppError('service_unavailable', { headers: { 'retry-after': '1' } });
   return new AppError('internal_error', { cause: error });

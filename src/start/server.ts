@@ -78,18 +78,21 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
 /** Runs the server until SIGTERM or SIGINT, then shuts down gracefully. */
 export async function serveUntilSignal(config: Config): Promise<void> {
-  const server = await startServer(config);
-  await new Promise<void>((resolve) => {
-    const onSignal = () => {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-      server.stop().then(resolve, (error: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(error)}\n`);
-        process.exitCode = 1;
-        resolve();
-      });
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+  // Handlers go in before the start, so that a signal during start-up (migrations, queue
+  // install) still leads to a graceful stop once the server is up, not to a hard exit.
+  let signalled: () => void = () => {};
+  const signal = new Promise<void>((resolve) => {
+    signalled = resolve;
   });
+  const onSignal = () => signalled();
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    const server = await startServer(config);
+    await signal;
+    await server.stop();
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
 }
