@@ -1,0 +1,318 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+
+describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await accountWithLeads(t, { modules: ['crm'] });
+  });
+  afterAll(async () => t?.close());
+
+  describe('S2 bulk', () => {
+    it('takes each entry on its own: failed entries never block the others', async () => {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'b1@b.co' } },
+            { entity: 'nope', fields: { email: 'b2@b.co' } },
+            { entity: 'lead', fields: { interest: 'Wind' } },
+            { entity: 'lead', fields: { email: 'b4@b.co', shoe: 1 } },
+          ],
+        },
+      });
+      expect(response.statusCode).toBe(200);
+      const body = response.json();
+      expect(body.accepted).toBe(2);
+      expect(body.rejected).toBe(2);
+      expect(body.results[0]).toMatchObject({ entity: 'lead', created: true });
+      expect(body.results[1]).toEqual({ error: 'unknown_entity' });
+      expect(body.results[2].error).toBe('validation_failed');
+      expect(body.results[3].warnings).toEqual([{ key: 'shoe', reason: 'unmapped' }]);
+    });
+
+    it('takes at most 100 records', async () => {
+      const records = Array.from({ length: 101 }, (_, i) => ({
+        entity: 'lead',
+        fields: { email: `m${i}@b.co` },
+      }));
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: { records },
+      });
+      expect(response.statusCode).toBe(422);
+      const hundred = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: { records: records.slice(0, 100) },
+      });
+      expect(hundred.json().accepted).toBe(100);
+    });
+  });
+
+  describe('source tokens', () => {
+    it('take in JSON and HTML forms under the source name, and nothing else', async () => {
+      const source = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: account.apiKey,
+          body: { name: 'Web form' },
+        })
+      ).json();
+      const json = await t.request({
+        method: 'POST',
+        url: `/api/v1/in/${source.token}`,
+        body: { entity: 'lead', fields: { email: 'form@b.co' } },
+      });
+      expect(json.statusCode).toBe(201);
+      const form = await t.request({
+        method: 'POST',
+        url: `/api/v1/in/${source.token}`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'entity=lead&email=html%40b.co&First+name=Html',
+      });
+      expect(form.statusCode).toBe(201);
+      const record = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${form.json().id}`,
+        key: account.apiKey,
+      });
+      expect(record.json()).toMatchObject({
+        source: 'Web form',
+        fields: { email: 'html@b.co', first_name: 'Html' },
+      });
+
+      // A source token only creates records.
+      for (const [method, url] of [
+        ['GET', '/api/v1/entities'],
+        ['GET', `/api/v1/records/${form.json().id}`],
+        ['POST', '/api/v1/records'],
+        ['POST', '/api/v1/notes'],
+      ] as const) {
+        const response = await t.request({
+          method,
+          url,
+          key: source.token,
+          body: { entity: 'lead', body: 'x', record: form.json().id },
+        });
+        expect(response.statusCode, url).toBe(401);
+      }
+      expect(
+        (await t.request({ method: 'POST', url: '/api/v1/in/st_unknown', body: { entity: 'lead' } }))
+          .statusCode,
+      ).toBe(401);
+    });
+
+    it('stop working when rotated away or revoked', async () => {
+      const source = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: account.apiKey,
+          body: { name: 'Rotating' },
+        })
+      ).json();
+      const rotated = (
+        await t.request({
+          method: 'POST',
+          url: `/api/v1/settings/sources/${source.id}/token`,
+          key: account.apiKey,
+        })
+      ).json();
+      const body = { entity: 'lead', fields: { email: 'rot@b.co' } };
+      expect((await t.request({ method: 'POST', url: `/api/v1/in/${source.token}`, body })).statusCode).toBe(
+        401,
+      );
+      expect((await t.request({ method: 'POST', url: `/api/v1/in/${rotated.token}`, body })).statusCode).toBe(
+        201,
+      );
+      await t.request({
+        method: 'DELETE',
+        url: `/api/v1/settings/sources/${source.id}/token`,
+        key: account.apiKey,
+      });
+      expect((await t.request({ method: 'POST', url: `/api/v1/in/${rotated.token}`, body })).statusCode).toBe(
+        401,
+      );
+    });
+  });
+
+  describe('S1 intake', () => {
+    it('matches normalised keys and labels from a form, by entity slug or uuid', async () => {
+      const entityId = (
+        await t.request({ method: 'GET', url: '/api/entities', key: account.apiKey })
+      ).json()[0].id;
+      const form = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `lead_object=${entityId}&E-Mail+Address=s1%40b.co&first-name=Sam&LAST_NAME=One&Interest=solar&note=From+the+fair`,
+      });
+      expect(form.statusCode).toBe(200);
+      expect(form.json()).toEqual({
+        status: 'success',
+        lead_id: expect.any(String),
+        created_at: expect.any(String),
+      });
+      const lead = (
+        await t.request({ method: 'GET', url: `/api/leads/${form.json().lead_id}`, key: account.apiKey })
+      ).json();
+      expect(lead.fields).toEqual({
+        email: 's1@b.co',
+        first_name: 'Sam',
+        last_name: 'One',
+        interest: 'Solar',
+      });
+      expect(lead.entity).toBe(entityId);
+      expect(lead.events.map((e: { type: string }) => e.type)).toEqual(
+        expect.arrayContaining(['lead_created', 'note_added']),
+      );
+    });
+
+    it('resolves assignee and viewers by uuid or email, notes with tags and the status of a pipeline', async () => {
+      const user = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/users',
+          key: account.apiKey,
+          body: { email: 'Rep@acme.test', name: 'Rep' },
+        })
+      ).json();
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          email: 'assign@b.co',
+          assignee: 'rep@ACME.test',
+          viewers: [user.id],
+          notes: ['plain', { text: 'tagged', tag: 'fair' }],
+          'status:Sales': 'Won',
+        },
+      });
+      expect(response.statusCode).toBe(200);
+      const record = await t.db
+        .selectFrom('records')
+        .selectAll()
+        .where('id', '=', response.json().lead_id)
+        .executeTakeFirstOrThrow();
+      expect(record.assignee_id).toBe(user.id);
+      expect(record.viewer_ids).toEqual([user.id]);
+      const lead = (
+        await t.request({ method: 'GET', url: `/api/leads/${record.id}`, key: account.apiKey })
+      ).json();
+      expect(lead.status_step).toBe('Won');
+      const notes = await t.db
+        .selectFrom('notes')
+        .select(['body', 'tag'])
+        .where('record_id', '=', record.id)
+        .orderBy('body')
+        .execute();
+      expect(notes).toEqual([
+        { body: 'plain', tag: null },
+        { body: 'tagged', tag: 'fair' },
+      ]);
+      const unknownUser = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'lead', email: 'x@b.co', assignee: 'nobody@acme.test' },
+      });
+      expect(unknownUser.statusCode).toBe(422);
+      expect(unknownUser.json()).toMatchObject({
+        status: 'error',
+        errors: { assignee: [expect.any(String)] },
+      });
+    });
+
+    it('answers in the S1 body: 422 with errors, 404 for an unknown entity, 403 for a status without the CRM module', async () => {
+      const invalid = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'lead', budget: 'x' },
+      });
+      expect(invalid.statusCode).toBe(422);
+      expect(invalid.json()).toMatchObject({
+        status: 'error',
+        message: expect.any(String),
+        errors: { budget: [expect.any(String)] },
+      });
+      const missing = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'lead', first_name: 'No mail' },
+      });
+      expect(missing.json()).toMatchObject({ status: 'error', errors: { email: [expect.any(String)] } });
+      const unknown = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'house' },
+      });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json().status).toBe('error');
+      const plain = await accountWithLeads(t);
+      const noCrm = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: plain.apiKey,
+        body: { entity: 'lead', email: 'n@b.co', 'status:Sales': 'Won' },
+      });
+      expect(noCrm.statusCode).toBe(403);
+      expect(noCrm.json().status).toBe('error');
+    });
+
+    it('S1 bulk creates all or nothing, at most 1,000', async () => {
+      const ok = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          source: 'Import',
+          batch: [{ email: 'Bulk1@b.co' }, { 'E-Mail Address': 'bulk2@b.co' }],
+        },
+      });
+      expect(ok.statusCode).toBe(200);
+      expect(ok.json().created.map((c: { email: string }) => c.email)).toEqual(['Bulk1@b.co', 'bulk2@b.co']);
+      const record = await t.db
+        .selectFrom('records')
+        .select('source')
+        .where('id', '=', ok.json().created[0].lead_id)
+        .executeTakeFirstOrThrow();
+      expect(record.source).toBe('Import');
+      const bad = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: account.apiKey,
+        body: { entity: 'lead', batch: [{ email: 'fine@b.co' }, { email: 'broken' }] },
+      });
+      expect(bad.statusCode).toBe(422);
+      expect(Object.keys(bad.json().errors)).toEqual(['batch.1.email']);
+      expect(
+        await t.db.selectFrom('records').select('id').where('email_lc', '=', 'fine@b.co').execute(),
+      ).toHaveLength(0);
+      const tooMany = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: account.apiKey,
+        body: { entity: 'lead', batch: Array.from({ length: 1001 }, (_, i) => ({ email: `t${i}@b.co` })) },
+      });
+      expect(tooMany.statusCode).toBe(422);
+    });
+  });
+});

@@ -1,0 +1,245 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+
+describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => t?.close());
+
+  const intake = (account: TestAccount, body: unknown, headers?: Record<string, string>) =>
+    t.request({ method: 'POST', url: '/api/v1/records', key: account.apiKey, body, headers });
+  const countByEmail = async (account: TestAccount, email: string) =>
+    (
+      await t.db
+        .selectFrom('records')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('email_lc', '=', email.toLowerCase())
+        .execute()
+    ).length;
+
+  describe('idempotency keys', () => {
+    it('repeats the first answer with Idempotent-Replayed and creates no second record', async () => {
+      const account = await accountWithLeads(t);
+      const body = { entity: 'lead', fields: { email: 'idem@b.co' }, meta: { idempotency_key: 'order-1' } };
+      const first = await intake(account, body);
+      expect(first.statusCode).toBe(201);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const again = await intake(account, body);
+      expect(again.statusCode).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe(first.body);
+      // The header works the same, in its own key space per account.
+      const viaHeader = await intake(
+        account,
+        { entity: 'lead', fields: { email: 'hdr@b.co' } },
+        { 'idempotency-key': 'h-1' },
+      );
+      const viaHeaderAgain = await intake(
+        account,
+        { entity: 'lead', fields: { email: 'hdr@b.co' } },
+        { 'idempotency-key': 'h-1' },
+      );
+      expect(viaHeaderAgain.json().id).toBe(viaHeader.json().id);
+      expect(await countByEmail(account, 'idem@b.co')).toBe(1);
+      const other = await accountWithLeads(t);
+      expect((await intake(other, body)).headers['idempotent-replayed']).toBeUndefined();
+    });
+
+    it('refuses the same key with another body (422) and malformed keys (400)', async () => {
+      const account = await accountWithLeads(t);
+      await intake(account, { entity: 'lead', fields: { email: 'a@b.co' }, meta: { idempotency_key: 'k' } });
+      const reused = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'other@b.co' },
+        meta: { idempotency_key: 'k' },
+      });
+      expect(reused.statusCode).toBe(422);
+      expect(reused.json()).toEqual({ error: 'idempotency_key_reused' });
+      for (const key of ['x'.repeat(256), 'tab\there', ' leading']) {
+        const bad = await intake(account, {
+          entity: 'lead',
+          fields: { email: 'c@b.co' },
+          meta: { idempotency_key: key },
+        });
+        expect(bad.statusCode, key).toBe(400);
+      }
+    });
+
+    it('stores a refusal and replays it', async () => {
+      const account = await accountWithLeads(t);
+      const body = { entity: 'lead', fields: { interest: 'Wind' }, meta: { idempotency_key: 'bad-1' } };
+      const first = await intake(account, body);
+      expect(first.statusCode).toBe(422);
+      const again = await intake(account, body);
+      expect(again.statusCode).toBe(422);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe(first.body);
+    });
+
+    it('gives twenty concurrent repeats one record and twenty identical answers', async () => {
+      const account = await accountWithLeads(t);
+      const body = { entity: 'lead', fields: { email: 'burst@b.co' }, meta: { idempotency_key: 'burst' } };
+      const answers = await Promise.all(Array.from({ length: 20 }, () => intake(account, body)));
+      expect(new Set(answers.map((a) => a.statusCode))).toEqual(new Set([201]));
+      expect(new Set(answers.map((a) => a.body)).size).toBe(1);
+      expect(await countByEmail(account, 'burst@b.co')).toBe(1);
+    });
+  });
+
+  describe('external ids', () => {
+    it('update the record they name and override the duplicate rule', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'create' } });
+      const first = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'ext@b.co', first_name: 'A' },
+        meta: { external_id: 'crm-7' },
+      });
+      expect(first.statusCode).toBe(201);
+      const same = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'ext@b.co', first_name: 'B' },
+        meta: { external_id: 'crm-7' },
+      });
+      expect(same.statusCode).toBe(200);
+      expect(same.json()).toMatchObject({ id: first.json().id, created: false, updated: true });
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${first.json().id}`,
+        key: account.apiKey,
+      });
+      expect(read.json()).toMatchObject({ external_id: 'crm-7', fields: { first_name: 'B' } });
+      // A new external id makes a new record, even where the duplicate rule would match.
+      const update = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const a = await intake(update, {
+        entity: 'lead',
+        fields: { email: 'twin@b.co' },
+        meta: { external_id: 'x-1' },
+      });
+      const b = await intake(update, {
+        entity: 'lead',
+        fields: { email: 'twin@b.co' },
+        meta: { external_id: 'x-2' },
+      });
+      expect(b.statusCode).toBe(201);
+      expect(b.json().id).not.toBe(a.json().id);
+    });
+  });
+
+  describe('duplicate rules', () => {
+    it('update: merges non-empty incoming values into the existing record, comparing email without case', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const first = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'Dup@b.co', first_name: 'Ann', phone: '+49 30 123456' },
+      });
+      const second = await intake(account, {
+        entity: 'lead',
+        fields: { email: ' dup@B.CO ', first_name: 'Anna', phone: '' },
+      });
+      expect(second.statusCode).toBe(200);
+      expect(second.json()).toMatchObject({
+        id: first.json().id,
+        created: false,
+        updated: true,
+        warnings: [],
+      });
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${first.json().id}`,
+        key: account.apiKey,
+      });
+      expect(read.json().fields).toMatchObject({ first_name: 'Anna', phone: '+49 30 123456' });
+    });
+
+    it('ignore: changes nothing and warns duplicate', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'ignore' } });
+      const first = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'ign@b.co', first_name: 'Old' },
+      });
+      const second = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'ign@b.co', first_name: 'New' },
+      });
+      expect(second.statusCode).toBe(200);
+      expect(second.json()).toMatchObject({ id: first.json().id, created: false, updated: false });
+      expect(second.json().warnings).toContainEqual(
+        expect.objectContaining({ key: 'record', reason: 'duplicate' }),
+      );
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${first.json().id}`,
+        key: account.apiKey,
+      });
+      expect(read.json().fields.first_name).toBe('Old');
+    });
+
+    it('create: makes a new record linked to the older one', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'create' } });
+      const first = await intake(account, { entity: 'lead', fields: { email: 'cr@b.co' } });
+      const second = await intake(account, { entity: 'lead', fields: { email: 'cr@b.co' } });
+      expect(second.statusCode).toBe(201);
+      const row = await t.db
+        .selectFrom('records')
+        .select('duplicate_of')
+        .where('id', '=', second.json().id)
+        .executeTakeFirstOrThrow();
+      expect(row.duplicate_of).toBe(first.json().id);
+    });
+
+    it('serialises concurrent duplicates: ten at once make one record', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          intake(account, { entity: 'lead', fields: { email: 'race@b.co', rooms: i } }),
+        ),
+      );
+      expect(answers.filter((a) => a.statusCode === 201)).toHaveLength(1);
+      expect(await countByEmail(account, 'race@b.co')).toBe(1);
+    });
+  });
+
+  describe('the intake log', () => {
+    it('lists every call with its outcome, newest first, only to its account', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'ignore' } });
+      const created = await intake(
+        account,
+        { entity: 'lead', fields: { email: 'log@b.co' } },
+        { 'x-request-id': 'log-1' },
+      );
+      await intake(account, { entity: 'lead', fields: { email: 'log@b.co' } }, { 'x-request-id': 'log-2' });
+      await intake(account, { entity: 'lead', fields: {} }, { 'x-request-id': 'log-3' });
+      const page = (
+        await t.request({ method: 'GET', url: '/api/v1/intake-log?limit=2', key: account.apiKey })
+      ).json();
+      expect(
+        page.entries.map((e: { request_id: string; outcome: string }) => `${e.request_id}:${e.outcome}`),
+      ).toEqual(['log-3:refused', 'log-2:unchanged']);
+      expect(page.entries[1].warnings).toContainEqual(expect.objectContaining({ reason: 'duplicate' }));
+      const rest = (
+        await t.request({
+          method: 'GET',
+          url: `/api/v1/intake-log?limit=2&cursor=${page.next_cursor}`,
+          key: account.apiKey,
+        })
+      ).json();
+      expect(rest.entries).toHaveLength(1);
+      expect(rest.entries[0]).toMatchObject({
+        request_id: 'log-1',
+        outcome: 'created',
+        record_id: created.json().id,
+        source: 'api',
+      });
+      expect(rest.next_cursor).toBeNull();
+      const other = await accountWithLeads(t);
+      expect(
+        (await t.request({ method: 'GET', url: '/api/v1/intake-log', key: other.apiKey })).json().entries,
+      ).toEqual([]);
+    });
+  });
+});

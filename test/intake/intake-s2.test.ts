@@ -1,0 +1,279 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+
+describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await accountWithLeads(t);
+  });
+  afterAll(async () => t?.close());
+
+  const intake = (body: unknown, key = account.apiKey) =>
+    t.request({ method: 'POST', url: '/api/v1/records', key, body });
+  const stored = (id: string) =>
+    t.db.selectFrom('records').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+  describe('happy path', () => {
+    it('creates a record with typed values, a name from roles, the first stage and a lead_created event', async () => {
+      const response = await intake({
+        entity: 'lead',
+        fields: {
+          first_name: 'Ada',
+          last_name: 'Lovelace',
+          email: ' Ada@Example.com ',
+          budget: '1250.50',
+          rooms: 4,
+          consent: 'yes',
+          interest: 'heat PUMP',
+          topics: 'Price, Funding',
+          birthday: '1815-12-10',
+          callback_at: '2026-12-01T10:00:00+01:00',
+        },
+      });
+      expect(response.statusCode).toBe(201);
+      expect(response.json()).toEqual({
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        entity: 'lead',
+        created: true,
+        updated: false,
+        warnings: [],
+      });
+      const record = await stored(response.json().id);
+      expect(record.fields).toEqual({
+        first_name: 'Ada',
+        last_name: 'Lovelace',
+        email: 'Ada@Example.com',
+        budget: 1250.5,
+        rooms: 4,
+        consent: true,
+        interest: 'Heat pump',
+        topics: ['Price', 'Funding'],
+        birthday: '1815-12-10',
+        callback_at: '2026-12-01T09:00:00.000Z',
+      });
+      expect(record.name).toBe('Ada Lovelace');
+      expect(record.source).toBe('api');
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${record.id}`,
+        key: account.apiKey,
+      });
+      expect(read.json().crm).toEqual({ pipeline: 'Sales', stage: 'New' });
+      const events = await t.db
+        .selectFrom('record_events')
+        .select('type')
+        .where('record_id', '=', record.id)
+        .execute();
+      expect(events.map((e) => e.type)).toContain('lead_created');
+    });
+
+    it('reads top-level keys as field names and stores meta origin keys and source', async () => {
+      const response = await intake({
+        entity: 'lead',
+        fields: { email: 'top@b.co' },
+        first_name: 'Top',
+        utm_source: 'newsletter',
+        utm_medium: 'email',
+        meta: {
+          source: 'Landing page',
+          utm_campaign: 'spring',
+          gclid: 'g-1',
+          referrer: 'https://ref.example/',
+        },
+      });
+      expect(response.statusCode).toBe(201);
+      // utm_source is a field of the entity, utm_medium is not: it is set aside.
+      expect(response.json().warnings).toEqual([{ key: 'utm_medium', reason: 'unmapped' }]);
+      const record = await stored(response.json().id);
+      expect(record.fields).toMatchObject({ email: 'top@b.co', first_name: 'Top', utm_source: 'newsletter' });
+      expect(record.origin).toEqual({
+        utm_campaign: 'spring',
+        gclid: 'g-1',
+        referrer: 'https://ref.example/',
+      });
+      expect(record.source).toBe('Landing page');
+    });
+
+    it('stores the note as an internal note with the key name as sender', async () => {
+      const response = await intake({
+        entity: 'lead',
+        fields: { email: 'note@b.co' },
+        note: 'Wants a call @bob',
+      });
+      const notes = await t.db
+        .selectFrom('notes')
+        .selectAll()
+        .where('record_id', '=', response.json().id)
+        .execute();
+      expect(notes).toHaveLength(1);
+      expect(notes[0]).toMatchObject({
+        body: 'Wants a call @bob',
+        sender: 'api',
+        sender_name: 'Initial key',
+      });
+    });
+  });
+
+  describe('warnings', () => {
+    it('sets aside unknown names and unknown meta keys as unmapped', async () => {
+      const response = await intake({
+        entity: 'lead',
+        fields: { email: 'warn@b.co', shoe_size: 44 },
+        favourite_colour: 'blue',
+        meta: { campaign_owner: 'x' },
+      });
+      expect(response.statusCode).toBe(201);
+      expect(response.json().warnings).toEqual(
+        expect.arrayContaining([
+          { key: 'shoe_size', reason: 'unmapped' },
+          { key: 'favourite_colour', reason: 'unmapped' },
+          { key: 'meta.campaign_owner', reason: 'unmapped' },
+        ]),
+      );
+    });
+
+    it('ignores module nodes of modules the account lacks, with a module_not_enabled warning each', async () => {
+      const response = await intake({
+        entity: 'lead',
+        fields: { email: 'mod@b.co' },
+        crm: { stage: 'Won' },
+        booking: { title: 'Call' },
+        distribution: {},
+      });
+      expect(response.statusCode).toBe(201);
+      const reasons = response
+        .json()
+        .warnings.map((w: { key: string; reason: string }) => `${w.key}:${w.reason}`);
+      expect(reasons.sort()).toEqual([
+        'booking:module_not_enabled',
+        'crm:module_not_enabled',
+        'distribution:module_not_enabled',
+      ]);
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${response.json().id}`,
+        key: account.apiKey,
+      });
+      expect(read.json().crm.stage).toBe('New');
+    });
+
+    it('with the crm module, places the record in the named stage and refuses an unknown one', async () => {
+      const crm = await accountWithLeads(t, { modules: ['crm'] });
+      const placed = await intake(
+        { entity: 'lead', fields: { email: 'crm@b.co' }, crm: { stage: 'Contacted' } },
+        crm.apiKey,
+      );
+      expect(placed.statusCode).toBe(201);
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${placed.json().id}`,
+        key: crm.apiKey,
+      });
+      expect(read.json().crm).toEqual({ pipeline: 'Sales', stage: 'Contacted' });
+      const unknown = await intake(
+        { entity: 'lead', fields: { email: 'crm2@b.co' }, crm: { stage: 'Nope' } },
+        crm.apiKey,
+      );
+      expect(unknown.statusCode).toBe(422);
+      expect(unknown.json().details[0]).toMatchObject({ key: 'crm.stage', reason: 'not_allowed' });
+    });
+  });
+
+  describe('errors', () => {
+    it.each([
+      ['a missing required field', { first_name: 'No email' }, 'email', 'required'],
+      [
+        'a select value outside the options',
+        { email: 's@b.co', interest: 'Wind' },
+        'interest',
+        'not_allowed',
+      ],
+      ['an unreadable number', { email: 'n@b.co', budget: 'lots' }, 'budget', 'invalid_type'],
+      ['a fraction for an integer', { email: 'i@b.co', rooms: 2.5 }, 'rooms', 'invalid_format'],
+      ['an unreadable boolean', { email: 'b@b.co', consent: 'perhaps' }, 'consent', 'invalid_type'],
+      ['an impossible date', { email: 'd@b.co', birthday: '2024-02-30' }, 'birthday', 'invalid_format'],
+      ['a malformed email', { email: 'not-an-email' }, 'email', 'invalid_format'],
+    ])('answers 422 validation_failed for %s', async (_label, fields, key, reason) => {
+      const before = await t.db
+        .selectFrom('records')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
+      const response = await intake({ entity: 'lead', fields });
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error).toBe('validation_failed');
+      expect(response.json().details).toContainEqual(
+        expect.objectContaining({ key, reason, message: expect.any(String) }),
+      );
+      const after = await t.db
+        .selectFrom('records')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
+      expect(Number(after.n)).toBe(Number(before.n));
+    });
+
+    it('answers 404 unknown_entity for an entity the account does not have', async () => {
+      const response = await intake({ entity: 'house', fields: { email: 'h@b.co' } });
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toEqual({ error: 'unknown_entity' });
+    });
+
+    it('refuses unknown fields with a strict key and creates nothing', async () => {
+      const strict = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/api-keys',
+          key: account.apiKey,
+          body: { name: 'Strict', strict: true },
+        })
+      ).json().key;
+      const refused = await intake(
+        { entity: 'lead', fields: { email: 'strict@b.co', shoe_size: 44 } },
+        strict,
+      );
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json().details).toContainEqual(
+        expect.objectContaining({ key: 'shoe_size', reason: 'unmapped' }),
+      );
+      const none = await t.db
+        .selectFrom('records')
+        .select('id')
+        .where('email_lc', '=', 'strict@b.co')
+        .execute();
+      expect(none).toHaveLength(0);
+      expect((await intake({ entity: 'lead', fields: { email: 'strict@b.co' } }, strict)).statusCode).toBe(
+        201,
+      );
+    });
+  });
+
+  describe('security', () => {
+    it("treats another account's entity as unknown", async () => {
+      const other = await accountWithLeads(t);
+      await t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/entities/secret',
+        key: other.apiKey,
+        body: { name: 'Secret', fields: [] },
+      });
+      expect((await intake({ entity: 'secret', fields: {} })).statusCode).toBe(404);
+    });
+
+    it('needs the records:write permission', async () => {
+      const reader = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/api-keys',
+          key: account.apiKey,
+          body: { name: 'Reader', permissions: ['records:read'] },
+        })
+      ).json().key;
+      const response = await intake({ entity: 'lead', fields: { email: 'r@b.co' } }, reader);
+      expect(response.statusCode).toBe(403);
+      expect(response.json()).toEqual({ error: 'forbidden' });
+    });
+  });
+});
