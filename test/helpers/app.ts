@@ -45,7 +45,12 @@ export interface TestApp {
 }
 
 /** The app in memory over a fresh database of the given kind. */
-export async function startTestApp(kind: DatabaseKind): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Whether documents may be fetched from loopback (the tests' own servers); default true. */
+  fetchAllowPrivate?: boolean;
+}
+
+export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase(kind);
   const db = database.handle.db;
   const filesDir = await mkdtemp(path.join(os.tmpdir(), 'leads-files-'));
@@ -53,7 +58,7 @@ export async function startTestApp(kind: DatabaseKind): Promise<TestApp> {
     db,
     secret: TEST_SECRET,
     publicUrl: 'http://127.0.0.1:3000',
-    ...createDocumentBackend({ filesDir, allowPrivate: true }),
+    ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
   });
   const app = await buildApp({
     services,

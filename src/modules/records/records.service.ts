@@ -194,9 +194,10 @@ export function createRecordsService({ db, entities, records, reads }: RecordsSe
           ...missingRequired(entity, next).filter((p) => submitted.some(([n]) => match(n)?.key === p.key)),
         );
         if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
-        const changed = [...new Set([...Object.keys(stored), ...Object.keys(next)])].filter(
-          (key) => !isDeepStrictEqual(stored[key], next[key]),
-        );
+        // Changed keys in the entity's field order, so that answers are stable.
+        const changed = entity.fields
+          .map((field) => field.key)
+          .filter((key) => !isDeepStrictEqual(stored[key], next[key]));
         if (changed.length > 0) {
           await records.updateValues(
             ctx.accountId,

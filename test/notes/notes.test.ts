@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+
+describe.each(TEST_DATABASES)('notes on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await accountWithLeads(t);
+  });
+  afterAll(async () => t?.close());
+
+  const create = async (fields: Record<string, unknown>, who = account, entity = 'lead') =>
+    (
+      await t.request({ method: 'POST', url: '/api/v1/records', key: who.apiKey, body: { entity, fields } })
+    ).json().id as string;
+  const note = (body: unknown, key = account.apiKey, headers?: Record<string, string>) =>
+    t.request({ method: 'POST', url: '/api/v1/notes', key, body, headers });
+  const countNotes = async () =>
+    Number(
+      (
+        await t.db
+          .selectFrom('notes')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  describe('happy path', () => {
+    it('adds a note by record id, with the API as sender in the history', async () => {
+      const id = await create({ email: 'n1@b.co' });
+      const response = await note({ record: id, body: 'Called, no answer @sam', kind: 'call' });
+      expect(response.statusCode).toBe(201);
+      expect(response.json()).toEqual({
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        record_id: id,
+        kind: 'call',
+        created_at: expect.any(String),
+        warnings: [],
+      });
+      const row = await t.db
+        .selectFrom('notes')
+        .selectAll()
+        .where('id', '=', response.json().id)
+        .executeTakeFirstOrThrow();
+      expect(row).toMatchObject({
+        body: 'Called, no answer @sam',
+        sender: 'api',
+        sender_name: 'Initial key',
+      });
+      const lead = (await t.request({ method: 'GET', url: `/api/leads/${id}`, key: account.apiKey })).json();
+      expect(lead.events[0]).toMatchObject({ type: 'note_added', message: 'Called, no answer @sam' });
+    });
+
+    it('finds the record by email in any case, optionally within one entity; kind defaults to general', async () => {
+      const id = await create({ email: 'Mixed.Case@B.co' });
+      const response = await note({ email: 'mixed.case@b.CO', body: 'hi' });
+      expect(response.json()).toMatchObject({ record_id: id, kind: 'general' });
+      expect((await note({ email: 'mixed.case@b.co', entity: 'lead', body: 'scoped' })).statusCode).toBe(201);
+    });
+
+    it('adds one note per idempotency key, by body or header', async () => {
+      const id = await create({ email: 'idem-note@b.co' });
+      const first = await note({ record: id, body: 'once', idempotency_key: 'n-1' });
+      const again = await note({ record: id, body: 'once', idempotency_key: 'n-1' });
+      expect(again.statusCode).toBe(200);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.json().id).toBe(first.json().id);
+      const viaHeader = await note({ record: id, body: 'twice' }, account.apiKey, {
+        'idempotency-key': 'n-2',
+      });
+      const viaHeaderAgain = await note({ record: id, body: 'twice' }, account.apiKey, {
+        'idempotency-key': 'n-2',
+      });
+      expect(viaHeaderAgain.json().id).toBe(viaHeader.json().id);
+      const rows = await t.db.selectFrom('notes').select('id').where('record_id', '=', id).execute();
+      expect(rows).toHaveLength(2);
+    });
+  });
+
+  describe('errors', () => {
+    it('answers 404 when nothing matches and never creates a record', async () => {
+      const records = Number(
+        (
+          await t.db
+            .selectFrom('records')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+      const missing = await note({ email: 'nobody@b.co', body: 'x' });
+      expect(missing.statusCode).toBe(404);
+      expect((await note({ record: '00000000-0000-4000-8000-000000000000', body: 'x' })).statusCode).toBe(
+        404,
+      );
+      const after = Number(
+        (
+          await t.db
+            .selectFrom('records')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+      expect(after).toBe(records);
+    });
+
+    it('answers 409 with the ids when several records match', async () => {
+      const a = await create({ email: 'twice@b.co' });
+      const b = await create({ email: 'TWICE@b.co' });
+      const before = await countNotes();
+      const response = await note({ email: 'twice@b.co', body: 'which one?' });
+      expect(response.statusCode).toBe(409);
+      expect(response.json().error).toBe('ambiguous_match');
+      expect(response.json().ids.sort()).toEqual([a, b].sort());
+      expect(await countNotes()).toBe(before);
+    });
+
+    it('refuses an unknown kind, an empty body and neither record nor email', async () => {
+      const id = await create({ email: 'kinds@b.co' });
+      expect((await note({ record: id, body: 'x', kind: 'sms' })).statusCode).toBe(422);
+      expect((await note({ record: id, body: '' })).statusCode).toBe(422);
+      expect((await note({ body: 'x' })).statusCode).toBe(422);
+    });
+  });
+
+  describe('security', () => {
+    it('takes API keys only: source and record tokens are refused, and notes:write is needed', async () => {
+      const id = await create({ email: 'sec@b.co' });
+      const source = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: account.apiKey,
+          body: { name: 'Notes source' },
+        })
+      ).json();
+      expect((await note({ record: id, body: 'x' }, source.token)).statusCode).toBe(401);
+      const { token } = (
+        await t.request({
+          method: 'POST',
+          url: `/api/v1/records/${id}/tokens`,
+          key: account.apiKey,
+          body: { fields: ['phone'] },
+        })
+      ).json();
+      expect((await note({ record: id, body: 'x' }, token)).statusCode).toBe(401);
+      const reader = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/api-keys',
+          key: account.apiKey,
+          body: { name: 'r', permissions: ['records:read'] },
+        })
+      ).json();
+      expect((await note({ record: id, body: 'x' }, reader.key)).statusCode).toBe(403);
+    });
+
+    it("never reaches another account's record, by id or by email", async () => {
+      const other = await accountWithLeads(t);
+      const theirs = await create({ email: 'private@b.co' }, other);
+      expect((await note({ record: theirs, body: 'x' })).statusCode).toBe(404);
+      expect((await note({ email: 'private@b.co', body: 'x' })).statusCode).toBe(404);
+    });
+  });
+});
