@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { authPlugin } from './http/auth.ts';
 import { assertDepth, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
+import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
@@ -24,6 +25,7 @@ import type { Services } from './services.ts';
 export interface AppDeps {
   services: Services;
   adminTokenHash: Buffer;
+  rateLimiter: RateLimiter;
   /** pino options, or false for no logs (tests). */
   logger: FastifyServerOptions['logger'];
   /** Answers whether the database is reachable, for /health. */
@@ -108,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   registerErrorHandling(app);
   await app.register(authPlugin, { auth: deps.services.auth, adminTokenHash: deps.adminTokenHash });
+  await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
 
   const { services } = deps;
   await app.register(systemRoutes, { checkDatabase: deps.checkDatabase });

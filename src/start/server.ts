@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { buildApp, loggerOptions } from '../app.ts';
 import type { Config } from '../config.ts';
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
 import { createDemoOnce, firstStartBanner } from './bootstrap.ts';
 import { openRuntime } from './runtime.ts';
 import { createWorkers } from './worker.ts';
@@ -17,7 +18,16 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   const runtime = await openRuntime(config);
   const { database, services, secrets } = runtime;
-  const app = await buildApp({
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  const rateLimiter: RateLimiter = config.redisUrl
+    ? createRedisRateLimiter({
+        url: config.redisUrl,
+        onError: (error) =>
+          app?.log.warn({ err: error }, 'rate limit store unavailable; letting requests through'),
+      })
+    : createMemoryRateLimiter();
+  app = await buildApp({
+    rateLimiter,
     services,
     adminTokenHash: secrets.adminTokenHash,
     logger: loggerOptions(config.logLevel),
@@ -66,6 +76,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       try {
         await app.close();
         await workers?.stop(config.shutdownTimeoutMs);
+        await rateLimiter.close();
       } finally {
         clearTimeout(timer);
         await database.close();

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, loggerOptions } from '../../src/app.ts';
+import { createMemoryRateLimiter } from '../../src/http/rate-limit.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
 import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -143,6 +144,7 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
       const app = await buildApp({
         services: t.services,
         adminTokenHash: hashSecret(ADMIN_TOKEN),
+        rateLimiter: createMemoryRateLimiter(),
         logger: { ...(loggerOptions('info') as object), stream } as never,
         checkDatabase: async () => {
           await sql`SELECT 1`.execute(t.db);

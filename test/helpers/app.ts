@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import type { DatabaseKind } from '../../src/db/client.ts';
 import type { Db } from '../../src/db/types.ts';
+import { createMemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
 import { createDocumentBackend } from '../../src/modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../../src/services.ts';
@@ -48,6 +49,7 @@ export interface TestApp {
 export interface TestAppOptions {
   /** Whether documents may be fetched from loopback (the tests' own servers); default true. */
   fetchAllowPrivate?: boolean;
+  rateLimiter?: RateLimiter;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -63,6 +65,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
   const app = await buildApp({
     services,
     adminTokenHash: hashSecret(ADMIN_TOKEN),
+    rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
     logger: false,
     checkDatabase: async () => {
       await sql`SELECT 1`.execute(db);
