@@ -104,6 +104,7 @@ export interface RecordsTable {
   external_id: string | null;
   email_lc: string | null;
   dedupe_key: string | null;
+  dedupe_unique: Generated<boolean>;
   duplicate_of: string | null;
   pipeline_id: string | null;
   stage_id: string | null;

@@ -182,6 +182,18 @@ describe.each(TEST_DATABASES)('records, record tokens and S1 leads on %s', (kind
     });
   });
 
+  describe('duplicate rule', () => {
+    it('refuses with 409 a PATCH that would give two records the values of an update rule', async () => {
+      const ruled = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const a = await create({ email: 'first@b.co' }, ruled);
+      await create({ email: 'second@b.co' }, ruled);
+      const response = await call('PATCH', `/api/v1/records/${a}`, { fields: { email: 'SECOND@b.co' } }, ruled.apiKey);
+      expect(response.statusCode).toBe(409);
+      expect(response.json()).toMatchObject({ error: 'conflict', reason: 'duplicate' });
+      expect((await call('GET', `/api/v1/records/${a}`, undefined, ruled.apiKey)).json().fields.email).toBe('first@b.co');
+    });
+  });
+
   describe('security', () => {
     it("never reads, patches or issues tokens for another account's record", async () => {
       const other = await accountWithLeads(t);

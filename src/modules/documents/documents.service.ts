@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { mapLimited } from '../../lib/concurrency.ts';
 import { documentSignature, SIGNED_URL_TTL_SECONDS } from '../auth/auth.service.ts';
 import { isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
@@ -50,19 +51,6 @@ export interface AttachContext {
   accountId: string;
   actor: string;
   requestId: string;
-}
-
-async function mapLimited<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index]!);
-    }
-  });
-  await Promise.all(runners);
-  return results;
 }
 
 export interface DocumentsServiceDeps {

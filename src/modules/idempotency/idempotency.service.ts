@@ -23,8 +23,16 @@ export interface IdempotentResult extends StoredAnswer {
   replayed: boolean;
 }
 
-/** Records the answer inside the transaction that makes the write, so both commit or neither. */
-export type StoreAnswer = (tx: Executor, answer: StoredAnswer) => Promise<void>;
+/**
+ * How a piece of work stores its answer with the write that makes it, so both commit or neither:
+ * `save` inside its transaction, or its own statement writes the row named by `ref` and calls
+ * `saved()`.
+ */
+export interface StoreAnswer {
+  ref: IdempotencyRef;
+  save(tx: Executor, answer: StoredAnswer): Promise<void>;
+  saved(): void;
+}
 
 /** Canonical JSON (sorted keys), so that key order does not make two equal bodies differ. */
 function canonical(value: unknown): unknown {
@@ -125,9 +133,15 @@ export function createIdempotencyService({
       if (claimed !== 'claim') return claimed;
 
       let stored = false;
-      const store: StoreAnswer = async (tx, answer) => {
-        await repo.complete(accountId, ref, answer.status, answer.body, tx);
-        stored = true;
+      const store: StoreAnswer = {
+        ref,
+        async save(tx, answer) {
+          await repo.complete(accountId, ref, answer.status, answer.body, tx);
+          stored = true;
+        },
+        saved() {
+          stored = true;
+        },
       };
       const renew = setInterval(() => {
         repo.renewLease(accountId, ref, LEASE_SECONDS).catch(() => {});

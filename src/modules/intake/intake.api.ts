@@ -1,5 +1,6 @@
 import { s2Body } from '../../http/error-handler.ts';
 import { AppError } from '../../http/errors.ts';
+import { mapLimited } from '../../lib/concurrency.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
 import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
 import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
@@ -7,6 +8,8 @@ import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.servi
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
 const RECORD_SCOPE = 'POST /api/v1/records';
 const BULK_SCOPE = 'POST /api/v1/records/bulk';
+/** Entries of one bulk call taken in at once. */
+const BULK_CONCURRENCY = 8;
 
 export interface Answer {
   status: number;
@@ -62,9 +65,8 @@ export function createIntakeApi({
       headerKey: unknown,
     ): Promise<Answer> {
       const work = async () => {
-        const results: unknown[] = [];
-        let accepted = 0;
-        for (const entry of body.records) {
+        // Entries are independent: several run at once (each its own statement or transaction).
+        const results = await mapLimited(body.records, BULK_CONCURRENCY, async (entry) => {
           try {
             if (typeof entry.entity !== 'string' || entry.entity === '') {
               throw new AppError('validation_failed', {
@@ -72,12 +74,7 @@ export function createIntakeApi({
               });
             }
             const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
-            if (answer.status >= 400) {
-              results.push(answer.body);
-              continue;
-            }
-            accepted += 1;
-            results.push(answer.body);
+            return { accepted: answer.status < 400, body: answer.body };
           } catch (error) {
             if (
               !(error instanceof AppError) ||
@@ -86,10 +83,18 @@ export function createIntakeApi({
               error.status === 429
             )
               throw error;
-            results.push(s2Body(error));
+            return { accepted: false, body: s2Body(error) };
           }
-        }
-        return { status: 200, body: { accepted, rejected: body.records.length - accepted, results } };
+        });
+        const accepted = results.filter((result) => result.accepted).length;
+        return {
+          status: 200,
+          body: {
+            accepted,
+            rejected: body.records.length - accepted,
+            results: results.map((result) => result.body),
+          },
+        };
       };
       if (headerKey === undefined || headerKey === '') return { ...(await work()), replayed: false };
       const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);

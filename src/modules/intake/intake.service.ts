@@ -15,7 +15,7 @@ import {
   missingRequired,
   readValues,
 } from '../records/field-values.ts';
-import type { RecordsRepo } from '../records/records.repo.ts';
+import type { NewRecordRow, RecordsRepo } from '../records/records.repo.ts';
 import type { UsersRepo } from '../users/users.repo.ts';
 import type { IntakeRepo } from './intake.repo.ts';
 
@@ -198,6 +198,89 @@ export function createIntakeService({
     return { entity, values, warnings, placement, assigneeId, viewerIds };
   }
 
+  function newRecordRow(
+    ctx: IntakeContext,
+    handover: Handover,
+    prepared: Prepared,
+    duplicateOf: string | null,
+  ): NewRecordRow {
+    const { entity, values, placement } = prepared;
+    const rule = entity.duplicateRule;
+    const dedupeKey = dedupeKeyOf(entity, values);
+    return {
+      id: randomUUID(),
+      entityId: entity.id,
+      name: displayName(entity, values),
+      fields: values,
+      source: handover.source ?? ctx.sourceName ?? 'api',
+      sourceId: ctx.sourceId,
+      origin: handover.origin,
+      externalId: handover.externalId,
+      emailLc: emailOf(entity, values),
+      dedupeKey,
+      // Under an update or ignore rule, no two records may share the rule's values.
+      dedupeUnique: dedupeKey !== null && (rule?.action === 'update' || rule?.action === 'ignore'),
+      duplicateOf,
+      pipelineId: placement?.pipeline.id ?? null,
+      stageId: placement?.stage.id ?? null,
+      assigneeId: prepared.assigneeId,
+      viewerIds: prepared.viewerIds,
+    };
+  }
+
+  /**
+   * The common case in one statement: a new record with no documents, where only a unique
+   * rule (external id, duplicate-rule values) could make it something else. Undefined when such
+   * a rule refused it: then the transactional path decides what to update.
+   */
+  async function createFast(
+    ctx: IntakeContext,
+    handover: Handover,
+    prepared: Prepared,
+    answer: (outcome: IntakeOutcome) => unknown,
+    store: StoreAnswer | undefined,
+  ): Promise<{ status: number; body: unknown; outcome: IntakeOutcome } | undefined> {
+    const { entity } = prepared;
+    if (handover.documents.length > 0 || entity.duplicateRule?.action === 'create') return undefined;
+    if (missingRequired(entity, prepared.values).length > 0) return undefined;
+    const row = newRecordRow(ctx, handover, prepared, null);
+    const emailField = entity.fields.find((field) => field.role === 'email');
+    const givenEmail = emailField ? prepared.values[emailField.key] : undefined;
+    const outcome: IntakeOutcome = {
+      recordId: row.id,
+      entityKey: entity.key,
+      created: true,
+      updated: false,
+      createdAt: new Date().toISOString(),
+      email: typeof givenEmail === 'string' ? givenEmail : null,
+      warnings: [...prepared.warnings],
+    };
+    const created = await records.createInOneStatement(ctx.accountId, row, {
+      event: {
+        message: `Created from ${row.source}`,
+        data: { source: row.source, request_id: ctx.requestId },
+      },
+      notes: handover.notes.map((note) => ({
+        body: note.body,
+        tag: note.tag ?? null,
+        senderName: ctx.keyName,
+      })),
+      log: {
+        requestId: ctx.requestId,
+        endpoint: ctx.endpoint,
+        statusCode: 201,
+        entityKey: entity.key,
+        source: row.source,
+        warnings: outcome.warnings,
+      },
+      answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
+    });
+    if (!created) return undefined;
+    store?.saved();
+    outcome.createdAt = iso(created.created_at);
+    return { status: 201, body: answer(outcome), outcome };
+  }
+
   async function addNotes(ctx: IntakeContext, tx: Executor, recordId: string, notes: HandoverNote[]) {
     if (notes.length === 0) return;
     await records.insertNotes(
@@ -229,33 +312,17 @@ export function createIntakeService({
     handover: Handover,
     prepared: Prepared,
     duplicateOf: string | null,
+    sharesDuplicateValues = false,
   ) {
     const { entity, values, placement } = prepared;
     const missing = missingRequired(entity, values);
     if (missing.length > 0) throw new AppError('validation_failed', { details: missing });
-    const id = randomUUID();
-    const source = handover.source ?? ctx.sourceName ?? 'api';
-    const row = await records.insert(
-      ctx.accountId,
-      {
-        id,
-        entityId: entity.id,
-        name: displayName(entity, values),
-        fields: values,
-        source,
-        sourceId: ctx.sourceId,
-        origin: handover.origin,
-        externalId: handover.externalId,
-        emailLc: emailOf(entity, values),
-        dedupeKey: dedupeKeyOf(entity, values),
-        duplicateOf,
-        pipelineId: placement?.pipeline.id ?? null,
-        stageId: placement?.stage.id ?? null,
-        assigneeId: prepared.assigneeId,
-        viewerIds: prepared.viewerIds,
-      },
-      tx,
-    );
+    const newRow = newRecordRow(ctx, handover, prepared, duplicateOf);
+    // A record that knowingly shares the duplicate-rule values of another (a new external id)
+    // stays out of the uniqueness rule.
+    if (sharesDuplicateValues) newRow.dedupeUnique = false;
+    const { id, source } = newRow;
+    const row = await records.insert(ctx.accountId, newRow, tx);
     await records.insertEvents(
       ctx.accountId,
       [
@@ -346,7 +413,9 @@ export function createIntakeService({
       const existing = await records.findByExternalId(ctx.accountId, entity.id, handover.externalId, tx);
       if (existing)
         return outcome(await updateRecord(ctx, tx, handover, prepared, existing, 'external_id'), false, true);
-      return outcome(await createRecord(ctx, tx, handover, prepared, null), true, false);
+      const key = dedupeKeyOf(entity, prepared.values);
+      const twin = key ? await records.findByDedupeKey(ctx.accountId, entity.id, key, tx) : undefined;
+      return outcome(await createRecord(ctx, tx, handover, prepared, null, twin !== undefined), true, false);
     }
 
     const dedupeKey = dedupeKeyOf(entity, prepared.values);
@@ -422,6 +491,8 @@ export function createIntakeService({
       let fetched: FetchedBatch | null = null;
       try {
         const prepared = await prepare(ctx, handover);
+        const fast = await createFast(ctx, handover, prepared, answer, store);
+        if (fast) return fast;
         // Documents are fetched before the transaction: no network call holds it open.
         if (handover.documents.length > 0) {
           fetched = await documents.fetchFor(ctx.accountId, prepared.entity.id, handover.documents, {
@@ -430,25 +501,32 @@ export function createIntakeService({
           });
         }
         const batch = fetched;
-        const result = await db.transaction().execute(async (tx) => {
-          const outcome = await write(ctx, tx, handover, prepared);
-          if (batch) {
-            const skip = !outcome.created && !outcome.updated;
-            if (!skip) {
-              await documents.attach(
-                { accountId: ctx.accountId, actor: 'api', requestId: ctx.requestId },
-                outcome.recordId,
-                batch,
-                tx,
-              );
+        const inTransaction = () =>
+          db.transaction().execute(async (tx) => {
+            const outcome = await write(ctx, tx, handover, prepared);
+            if (batch) {
+              const skip = !outcome.created && !outcome.updated;
+              if (!skip) {
+                await documents.attach(
+                  { accountId: ctx.accountId, actor: 'api', requestId: ctx.requestId },
+                  outcome.recordId,
+                  batch,
+                  tx,
+                );
+              }
+              outcome.warnings.push(...batch.warnings);
             }
-            outcome.warnings.push(...batch.warnings);
-          }
-          const status = outcome.created ? 201 : 200;
-          const body = answer(outcome);
-          await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
-          if (store) await store(tx, { status, body });
-          return { status, body, outcome };
+            const status = outcome.created ? 201 : 200;
+            const body = answer(outcome);
+            await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
+            if (store) await store.save(tx, { status, body });
+            return { status, body, outcome };
+          });
+        // A concurrent handover may create the same record between our look-up and our insert;
+        // the unique index refuses ours, and a second pass finds and updates theirs.
+        const result = await inTransaction().catch((error: unknown) => {
+          if ((error as { code?: string }).code === '23505') return inTransaction();
+          throw error;
         });
         // An ignored duplicate keeps nothing of the handover, documents included.
         if (!result.outcome.created && !result.outcome.updated) await documents.discard(batch);

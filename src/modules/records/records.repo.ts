@@ -14,6 +14,8 @@ export interface NewRecordRow {
   externalId: string | null;
   emailLc: string | null;
   dedupeKey: string | null;
+  /** The database refuses a second record with the same duplicate-rule values. */
+  dedupeUnique: boolean;
   duplicateOf: string | null;
   pipelineId: string | null;
   stageId: string | null;
@@ -59,6 +61,71 @@ export function createRecordsRepo(db: Executor) {
      */
     async lock(tx: Executor, accountId: string, identity: string) {
       await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${accountId}:${identity}`}, 0))`.execute(tx);
+    },
+
+    /**
+     * Creates a record with its history, stage entry, notes, intake log entry and stored
+     * idempotent answer in one statement (one round trip, atomic on its own). Answers undefined
+     * when a unique rule refused the record (same external id, or same duplicate-rule values),
+     * and then nothing at all was written.
+     */
+    async createInOneStatement(
+      accountId: string,
+      row: NewRecordRow,
+      extras: {
+        event: { message: string; data: Record<string, unknown> };
+        notes: { body: string; tag: string | null; senderName: string | null }[];
+        log: {
+          requestId: string;
+          endpoint: string;
+          statusCode: number;
+          entityKey: string;
+          source: string;
+          warnings: unknown[];
+        };
+        answer: { scope: string; key: string; statusCode: number; body: unknown } | null;
+      },
+    ): Promise<{ id: string; created_at: Date } | undefined> {
+      const result = await sql<{ id: string; created_at: Date }>`
+        WITH ins AS (
+          INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
+            dedupe_key, dedupe_unique, duplicate_of, pipeline_id, stage_id, stage_entered_at, assignee_id, viewer_ids)
+          VALUES (${accountId}, ${row.id}, ${row.entityId}, ${row.name}, ${toJson(row.fields)}::jsonb, ${row.source},
+            ${row.sourceId}, ${toJson(row.origin)}::jsonb, ${row.externalId}, ${row.emailLc}, ${row.dedupeKey},
+            ${row.dedupeUnique}, ${row.duplicateOf}, ${row.pipelineId}, ${row.stageId},
+            CASE WHEN ${row.stageId}::uuid IS NULL THEN NULL ELSE now() END, ${row.assigneeId}, ${row.viewerIds}::uuid[])
+          ON CONFLICT DO NOTHING
+          RETURNING id, created_at
+        ), created_event AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}, gen_random_uuid(), ins.id, 'lead_created', ${extras.event.message}, 'api', ${toJson(extras.event.data)}::jsonb
+          FROM ins
+        ), stage_entry AS (
+          INSERT INTO stage_history (account_id, id, record_id, pipeline_id, stage_id)
+          SELECT ${accountId}, gen_random_uuid(), ins.id, ${row.pipelineId}::uuid, ${row.stageId}::uuid
+          FROM ins WHERE ${row.stageId}::uuid IS NOT NULL
+        ), note_rows AS (
+          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
+          SELECT ${accountId}, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
+          FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
+        ), note_events AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}, gen_random_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
+            jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
+          FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
+        ), log_entry AS (
+          INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
+          SELECT ${accountId}, gen_random_uuid(), ${extras.log.requestId}, ${extras.log.endpoint}, 'created',
+            ${extras.log.statusCode}, ins.id, ${extras.log.entityKey}, ${extras.log.source}, ${toJson(extras.log.warnings)}::jsonb
+          FROM ins
+        ), stored_answer AS (
+          UPDATE idempotency_keys SET state = 'done', status_code = ${extras.answer?.statusCode ?? null},
+            response = ${extras.answer ? toJson(extras.answer.body) : null}::jsonb
+          WHERE ${extras.answer !== null} AND account_id = ${accountId} AND scope = ${extras.answer?.scope ?? ''}
+            AND key = ${extras.answer?.key ?? ''} AND EXISTS (SELECT 1 FROM ins)
+        )
+        SELECT id, created_at FROM ins`.execute(db);
+      return result.rows[0];
     },
 
     findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {
@@ -108,6 +175,7 @@ export function createRecordsRepo(db: Executor) {
           external_id: row.externalId,
           email_lc: row.emailLc,
           dedupe_key: row.dedupeKey,
+          dedupe_unique: row.dedupeUnique,
           duplicate_of: row.duplicateOf,
           pipeline_id: row.pipelineId,
           stage_id: row.stageId,

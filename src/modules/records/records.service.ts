@@ -199,17 +199,28 @@ export function createRecordsService({ db, entities, records, reads }: RecordsSe
           .map((field) => field.key)
           .filter((key) => !isDeepStrictEqual(stored[key], next[key]));
         if (changed.length > 0) {
-          await records.updateValues(
-            ctx.accountId,
-            recordId,
-            {
-              fields: next,
-              name: displayName(entity, next),
-              emailLc: emailOf(entity, next),
-              dedupeKey: dedupeKeyOf(entity, next),
-            },
-            tx,
-          );
+          await records
+            .updateValues(
+              ctx.accountId,
+              recordId,
+              {
+                fields: next,
+                name: displayName(entity, next),
+                emailLc: emailOf(entity, next),
+                dedupeKey: dedupeKeyOf(entity, next),
+              },
+              tx,
+            )
+            .catch((error: unknown) => {
+              // Under an update or ignore rule, two records may not share the rule's values.
+              if ((error as { code?: string }).code === '23505') {
+                throw new AppError('conflict', {
+                  message: 'Another record has the same values for the duplicate rule',
+                  extra: { reason: 'duplicate' },
+                });
+              }
+              throw error;
+            });
           await records.insertEvents(
             ctx.accountId,
             [
