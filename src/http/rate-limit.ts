@@ -1,60 +1,91 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import { Redis, type Result } from 'ioredis';
 import { AppError } from './errors.ts';
 
 /**
- * The per-account rate limit (decisions §9): a token bucket holding a minute's allowance that
- * refills continuously. In-process by default; shared through Redis when REDIS_URL is set, so
- * that several nodes enforce one limit.
+ * The per-account rate limit (decisions §9): a token bucket per account holding a minute's
+ * allowance (`rate_limit_per_minute`) that refills continuously at that rate. In-process by
+ * default; shared through Redis when REDIS_URL is set, so that several nodes enforce one limit.
  */
 
 export interface RateDecision {
   allowed: boolean;
+  /** The bucket size: the account's requests per minute. */
   limit: number;
+  /** Whole tokens left after this request. */
   remaining: number;
   /** Seconds until the bucket is full again. */
   resetSeconds: number;
-  /** Seconds until the next request would be allowed (when refused). */
+  /** Seconds until the next request would be let through; 0 when this one was. */
   retryAfterSeconds: number;
 }
 
 export interface RateLimiter {
+  /** Takes one token from the account's bucket, if there is one. */
   take(accountId: string, limitPerMinute: number): Promise<RateDecision>;
   close(): Promise<void>;
 }
 
 const MINUTE_MS = 60_000;
+/** Buckets the in-process limiter keeps before it forgets the least recently used one. */
+export const DEFAULT_MAX_BUCKETS = 100_000;
 
-function decide(limit: number, tokens: number, allowed: boolean): RateDecision {
-  const perMs = limit / MINUTE_MS;
+/** A bucket of at least one token, so that a bad stored value cannot divide by zero. */
+function bucketSize(limitPerMinute: number): number {
+  return Number.isFinite(limitPerMinute) && limitPerMinute >= 1 ? Math.floor(limitPerMinute) : 1;
+}
+
+/**
+ * Slack for floating-point sums of refills: 11 s and then 1 s at 5 a minute must add up to the
+ * token that 12 s make, not to 0.9999999999.
+ */
+const TOKEN_EPSILON = 1e-9;
+
+/** Whole seconds until `tokens` more have dripped in, computed on whole milliseconds. */
+function secondsFor(tokens: number, limit: number): number {
+  return Math.ceil(Math.round((tokens * MINUTE_MS) / limit) / 1000);
+}
+
+function decision(limit: number, tokensLeft: number, allowed: boolean): RateDecision {
   return {
     allowed,
     limit,
-    remaining: Math.max(0, Math.floor(tokens)),
-    resetSeconds: Math.ceil((limit - tokens) / perMs / 1000),
-    retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)),
+    remaining: Math.max(0, Math.floor(tokensLeft + TOKEN_EPSILON)),
+    resetSeconds: secondsFor(limit - tokensLeft, limit),
+    retryAfterSeconds: allowed ? 0 : Math.max(1, secondsFor(1 - tokensLeft, limit)),
   };
 }
 
-export function createMemoryRateLimiter(
-  options: { now?: () => number; maxBuckets?: number } = {},
-): RateLimiter {
-  const now = options.now ?? Date.now;
-  const maxBuckets = options.maxBuckets ?? 100_000;
+export interface MemoryRateLimiterOptions {
+  /** Milliseconds on a clock that only moves forward; injectable so tests need not sleep. */
+  now?: () => number;
+  maxBuckets?: number;
+}
+
+/** The limit of one process: a Map of buckets, bounded by forgetting the least recently used. */
+export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}): RateLimiter {
+  const now = options.now ?? (() => performance.now());
+  const maxBuckets = Math.max(1, options.maxBuckets ?? DEFAULT_MAX_BUCKETS);
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
-    async take(accountId, limit) {
+    async take(accountId, limitPerMinute) {
+      const limit = bucketSize(limitPerMinute);
       const at = now();
-      const bucket = buckets.get(accountId) ?? { tokens: limit, at };
-      const tokens = Math.min(limit, bucket.tokens + ((at - bucket.at) * limit) / MINUTE_MS);
-      const allowed = tokens >= 1;
+      const bucket = buckets.get(accountId);
+      const elapsed = bucket ? Math.max(0, at - bucket.at) : 0;
+      const tokens = bucket ? Math.min(limit, bucket.tokens + (elapsed * limit) / MINUTE_MS) : limit;
+      const allowed = tokens >= 1 - TOKEN_EPSILON;
       const left = allowed ? tokens - 1 : tokens;
-      // Re-inserting keeps the Map in order of use, so the oldest bucket is dropped first.
+      // Deleting and re-inserting keeps the Map in order of last use, so the first key is the
+      // bucket to forget; a forgotten account merely starts again with a full bucket.
       buckets.delete(accountId);
       buckets.set(accountId, { tokens: left, at });
-      if (buckets.size > maxBuckets) buckets.delete(buckets.keys().next().value as string);
-      return decide(limit, left, allowed);
+      if (buckets.size > maxBuckets) {
+        const oldest = buckets.keys().next();
+        if (!oldest.done) buckets.delete(oldest.value);
+      }
+      return decision(limit, left, allowed);
     },
     async close() {
       buckets.clear();
@@ -62,10 +93,15 @@ export function createMemoryRateLimiter(
   };
 }
 
-/** One atomic step of the bucket, on the Redis server's clock. */
+/**
+ * One atomic step of the same bucket in Redis, on the Redis server's clock so that nodes with
+ * drifting clocks agree. The key expires once the bucket would be full again: a missing key
+ * and a full bucket are the same state. Answers {allowed, tokens left as a string}, because
+ * Redis would truncate a Lua number to an integer. 1e-9 is TOKEN_EPSILON.
+ */
 const TOKEN_BUCKET_SCRIPT = `
 local limit = tonumber(ARGV[1])
-local per_ms = limit / 60000
+local ms_per_token = 60000 / limit
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -75,44 +111,86 @@ if tokens == nil or at == nil then
   tokens = limit
   at = now
 end
-tokens = math.min(limit, tokens + (now - at) * per_ms)
+tokens = math.min(limit, tokens + math.max(0, now - at) / ms_per_token)
 local allowed = 0
-if tokens >= 1 then
+if tokens >= 1 - 1e-9 then
   allowed = 1
   tokens = tokens - 1
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((limit - tokens) / per_ms) + 1000)
+redis.call('PEXPIRE', KEYS[1], math.ceil((limit - tokens) * ms_per_token) + 1000)
 return { allowed, tostring(tokens) }
 `;
 
-export interface RedisRateLimiterOptions {
-  url: string;
-  prefix?: string;
-  onError?: (error: unknown) => void;
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    takeRateToken(key: string, limit: number): Result<[number, string], Context>;
+  }
 }
 
+export interface RedisRateLimiterOptions {
+  url: string;
+  /** Prefix of the bucket keys; tests use their own. */
+  keyPrefix?: string;
+  /** Longest wait for Redis before the request is let through. */
+  commandTimeoutMs?: number;
+  /**
+   * Told when Redis cannot answer and requests are let through; at most once per
+   * `warnIntervalMs`, so that an outage is one log line a while, not one per request.
+   */
+  onUnavailable?: (error: unknown) => void;
+  warnIntervalMs?: number;
+}
+
+/** Statuses of an ioredis client that has lost its connection and is trying to get it back. */
+const DISCONNECTED = new Set(['reconnecting', 'close', 'end']);
+
+/**
+ * The limit shared by all nodes through Redis. When Redis cannot be reached, requests are let
+ * through (fail open): an outage of the limiter must not become an outage of intake.
+ */
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
+  const keyPrefix = options.keyPrefix ?? 'leads:rate:';
+  const warnIntervalMs = options.warnIntervalMs ?? 30_000;
   const redis = new Redis(options.url, {
-    // Fail fast: a request must not wait for a Redis that is gone.
-    maxRetriesPerRequest: 1,
+    // Connect on the first request, once the server (and its logger) is up, so that a
+    // connection failure during start-up is not reported into the void.
+    lazyConnect: true,
+    // A request waits at most this long for Redis, and is not retried on another connection.
+    commandTimeout: options.commandTimeoutMs ?? 500,
     connectTimeout: 1_000,
-    commandTimeout: 500,
+    maxRetriesPerRequest: 1,
+    // A socket whose connection was refused never reports `close`; ioredis then waits this
+    // long before destroying it, which would hold up the shutdown during a Redis outage.
+    disconnectTimeout: 200,
   });
-  redis.on('error', (error) => options.onError?.(error));
-  redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TOKEN_BUCKET_SCRIPT });
-  const prefix = options.prefix ?? 'leads:rate:';
+  redis.defineCommand('takeRateToken', { numberOfKeys: 1, lua: TOKEN_BUCKET_SCRIPT });
+
+  let lastWarnAt = Number.NEGATIVE_INFINITY;
+  const unavailable = (error: unknown) => {
+    const at = Date.now();
+    if (at - lastWarnAt < warnIntervalMs) return;
+    lastWarnAt = at;
+    options.onUnavailable?.(error);
+  };
+  // ioredis reports every failed (re)connection here; without a listener Node would print them.
+  redis.on('error', unavailable);
+
   return {
-    async take(accountId, limit) {
+    async take(accountId, limitPerMinute) {
+      const limit = bucketSize(limitPerMinute);
+      // While the connection is known to be down, do not make every request wait for the
+      // command timeout; ioredis keeps reconnecting in the background.
+      if (DISCONNECTED.has(redis.status)) {
+        unavailable(new Error(`Redis connection is ${redis.status}`));
+        return decision(limit, limit, true);
+      }
       try {
-        const [allowed, tokens] = (await (
-          redis as unknown as { takeToken(key: string, limit: number): Promise<[number, string]> }
-        ).takeToken(`${prefix}${accountId}`, limit)) as [number, string];
-        return decide(limit, Number(tokens), allowed === 1);
+        const [allowed, tokensLeft] = await redis.takeRateToken(`${keyPrefix}${accountId}`, limit);
+        return decision(limit, Number(tokensLeft), allowed === 1);
       } catch (error) {
-        // Fail open: a Redis outage must not refuse all traffic; the event is logged.
-        options.onError?.(error);
-        return decide(limit, limit, true);
+        unavailable(error);
+        return decision(limit, limit, true);
       }
     },
     async close() {
@@ -121,21 +199,38 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
   };
 }
 
-/** Applies the limit to every request that carries an account credential (after auth). */
+/** Requests already metered, so that the error path below does not take a second token. */
+const metered = new WeakSet<FastifyRequest>();
+
+async function meter(limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply) {
+  const credential = request.credential;
+  // Operator calls and public routes have no account to meter.
+  if (!credential || credential.kind === 'admin' || metered.has(request)) return null;
+  metered.add(request);
+  const taken = await limiter.take(credential.account.id, credential.account.rateLimitPerMinute);
+  reply.header('ratelimit-limit', String(taken.limit));
+  reply.header('ratelimit-remaining', String(taken.remaining));
+  reply.header('ratelimit-reset', String(taken.resetSeconds));
+  return taken;
+}
+
+/**
+ * Meters every request that carries an account credential (API key, source token, record
+ * token, signed address), on both surfaces. Registered after the auth plugin, so that its
+ * onRequest hook runs once `request.credential` is known and before the body is read.
+ */
 export const rateLimitPlugin = fp<{ limiter: RateLimiter }>(
   async (app: FastifyInstance, { limiter }) => {
     app.addHook('onRequest', async (request, reply) => {
-      const credential = request.credential;
-      if (!credential || credential.kind === 'admin') return;
-      const decision = await limiter.take(credential.account.id, credential.account.rateLimitPerMinute);
-      reply.header('ratelimit-limit', String(decision.limit));
-      reply.header('ratelimit-remaining', String(decision.remaining));
-      reply.header('ratelimit-reset', String(decision.resetSeconds));
-      if (!decision.allowed) {
-        throw new AppError('rate_limited', {
-          headers: { 'retry-after': String(decision.retryAfterSeconds) },
-        });
+      const taken = await meter(limiter, request, reply);
+      if (taken && !taken.allowed) {
+        throw new AppError('rate_limited', { headers: { 'retry-after': String(taken.retryAfterSeconds) } });
       }
+    });
+    // The auth hook refuses a known account's request for a missing permission or module
+    // (403) before the hook above runs; that answer counts and carries the headers too.
+    app.addHook('onError', async (request, reply) => {
+      await meter(limiter, request, reply);
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },
