@@ -94,3 +94,19 @@ export function firstStartBanner(options: {
   lines.push('', `  API reference: ${options.publicUrl}/docs`, '');
   return lines.join('\n');
 }
+
+/**
+ * For a first start that generated secrets but could not start serving: they are stored and
+ * will not be shown again, so they are shown now, without a curl line that would not answer.
+ */
+export function unstartedSecretsNotice(options: { apiKey?: string; adminToken?: string }): string {
+  const lines = [
+    '',
+    '  Leadline did not start, but this first start created secrets that are shown only now:',
+    '',
+  ];
+  if (options.adminToken) lines.push(`  Operator token (/admin/v1): ${options.adminToken}`);
+  if (options.apiKey) lines.push(`  Demo account API key:       ${options.apiKey}`);
+  lines.push('');
+  return lines.join('\n');
+}
