@@ -9,4 +9,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.exit(1);
 }
 const { main } = await import('../src/cli/main.ts');
-process.exitCode = await main(process.argv.slice(2));
+const exitCode = await main(process.argv.slice(2));
+// A service command that failed half-way may leave connections open (a database pool, the job
+// queue's); they must not keep a failed command alive. Success ends on its own, once all is closed.
+if (exitCode !== 0) process.exit(exitCode);

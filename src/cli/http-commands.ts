@@ -13,10 +13,45 @@ interface Connection {
   url: string;
   key: string | undefined;
   adminToken: string | undefined;
-  json: boolean;
 }
 
-class CliError extends Error {}
+/** Exit codes: 1 when the service refused or could not be reached, 2 when the command line is wrong. */
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+class CliError extends Error {
+  readonly exitCode: number;
+  /** The service's error answer, printed as is with --json. */
+  readonly answer: unknown;
+
+  constructor(message: string, exitCode: number = EXIT_FAILED, answer?: unknown) {
+    super(message);
+    this.exitCode = exitCode;
+    this.answer = answer;
+  }
+}
+
+const usageError = (message: string) => new CliError(message, EXIT_USAGE);
+
+/** An entities file is read whole; far above any real set of entity definitions. */
+const MAX_ENTITIES_FILE_BYTES = 16 * 1024 * 1024;
+/** Lists are followed through their cursors; a service handing out cursors forever is cut off here. */
+const MAX_LIST_PAGES = 1_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+function targetUrl(connection: Connection, path: string): URL {
+  // Appended rather than resolved, so that a service behind a path prefix (--url https://host/leads) works.
+  let url: URL;
+  try {
+    url = new URL(connection.url.replace(/\/+$/, '') + path);
+  } catch {
+    throw usageError(`--url is not a valid address: ${connection.url}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw usageError(`--url must start with http:// or https://, got ${connection.url}`);
+  }
+  return url;
+}
 
 async function call(
   connection: Connection,
@@ -27,15 +62,16 @@ async function call(
 ): Promise<unknown> {
   const secret = credential === 'admin' ? connection.adminToken : connection.key;
   if (!secret) {
-    throw new CliError(
+    throw usageError(
       credential === 'admin'
         ? 'this command needs the operator token: --admin-token or LEADS_ADMIN_TOKEN'
         : 'this command needs an API key: --key or LEADS_API_KEY',
     );
   }
   let response: Response;
+  let text: string;
   try {
-    response = await fetch(new URL(path, connection.url), {
+    response = await fetch(targetUrl(connection, path), {
       method,
       headers: {
         authorization: `Bearer ${secret}`,
@@ -43,18 +79,33 @@ async function call(
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
+    text = await response.text();
   } catch (error) {
-    throw new CliError(`cannot reach ${connection.url}: ${(error as Error).message}`);
+    if (error instanceof CliError) throw error;
+    // fetch reports "fetch failed" and keeps the reason (ECONNREFUSED, ENOTFOUND, …) in `cause`.
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const reason = cause?.code ?? cause?.message ?? (error as Error).message;
+    throw new CliError(`cannot reach ${connection.url}: ${reason}`);
   }
-  const text = await response.text();
-  const parsed: unknown = text === '' ? null : JSON.parse(text);
+  let parsed: unknown = null;
+  if (text !== '') {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new CliError(
+        `${method} ${path}: the answer (${response.status}) is not JSON; is ${connection.url} a Leadline service?`,
+      );
+    }
+  }
   if (!response.ok) {
-    const code = (parsed as { error?: string; message?: string } | null)?.error ?? `http_${response.status}`;
-    const details = (parsed as { details?: { key: string; message: string }[] } | null)?.details;
-    const extra = details?.map((d) => `\n  ${d.key}: ${d.message}`).join('') ?? '';
-    throw new CliError(`${method} ${path} failed: ${response.status} ${code}${extra}`);
+    const answer = parsed as { error?: unknown; details?: { key: string; message: string }[] } | null;
+    const code = typeof answer?.error === 'string' ? answer.error : `http_${response.status}`;
+    const extra = Array.isArray(answer?.details)
+      ? answer.details.map((d) => `\n  ${d.key}: ${d.message}`).join('')
+      : '';
+    throw new CliError(`${method} ${path} failed: ${response.status} ${code}${extra}`, EXIT_FAILED, parsed);
   }
   return parsed;
 }
@@ -75,6 +126,8 @@ function table(rows: Row[], columns: string[]): string {
 interface CommandSpec {
   usage: string;
   options?: Record<string, { type: 'string' | 'boolean' }>;
+  /** Names of the positional arguments, all required. */
+  positionals?: string[];
   run(
     connection: Connection,
     values: Record<string, string | boolean | undefined>,
@@ -91,14 +144,13 @@ const list = (value: unknown) =>
     : undefined;
 
 function required(value: string | boolean | undefined, name: string): string {
-  if (typeof value !== 'string' || value === '') throw new CliError(`--${name} is required`);
+  if (typeof value !== 'string' || value === '') throw usageError(`--${name} is required`);
   return value;
 }
 
-function positional(positionals: string[], name: string): string {
-  const value = positionals[0];
-  if (!value) throw new CliError(`${name} is required`);
-  return value;
+function wholeNumber(value: string, name: string): number {
+  if (!/^\d{1,9}$/.test(value)) throw usageError(`--${name} must be a whole number, got "${value}"`);
+  return Number(value);
 }
 
 /** Every list is followed to its end through `next_cursor`. */
@@ -110,17 +162,44 @@ async function listAll(
 ): Promise<Row[]> {
   const rows: Row[] = [];
   let cursor: string | null = null;
-  do {
-    const page = (await call(
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const answer = (await call(
       connection,
       credential,
       'GET',
       `${path}?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     )) as Record<string, unknown>;
-    rows.push(...((page[field] as Row[]) ?? []));
-    cursor = (page.next_cursor as string | null) ?? null;
-  } while (cursor);
-  return rows;
+    rows.push(...((answer[field] as Row[]) ?? []));
+    cursor = (answer.next_cursor as string | null) ?? null;
+    if (!cursor) return rows;
+  }
+  throw new CliError(`${path} did not end after ${MAX_LIST_PAGES} pages`);
+}
+
+/** The definitions of an entities file, all checked before the first one is sent. */
+async function readEntityDefinitions(file: string): Promise<Row[]> {
+  let parsed: unknown;
+  try {
+    const { size } = await fs.stat(file);
+    if (size > MAX_ENTITIES_FILE_BYTES) {
+      throw usageError(`${file} is larger than ${MAX_ENTITIES_FILE_BYTES / 1024 / 1024} MiB`);
+    }
+    parsed = JSON.parse(await fs.readFile(file, 'utf8'));
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw usageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  const definitions = Array.isArray(parsed) ? parsed : [parsed];
+  if (definitions.length === 0) throw usageError(`${file} holds no entity`);
+  definitions.forEach((definition, index) => {
+    const where = Array.isArray(parsed) ? `entity ${index + 1} of ${file}` : file;
+    if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
+      throw usageError(`${where} is not a JSON object`);
+    }
+    const key = (definition as Row).key;
+    if (typeof key !== 'string' || key === '') throw usageError(`${where} needs a "key"`);
+  });
+  return definitions as Row[];
 }
 
 export const HTTP_COMMANDS: Record<string, CommandSpec> = {
@@ -130,7 +209,9 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     async run(connection, values) {
       const body: Row = { name: required(values.name, 'name') };
       if (values.modules !== undefined) body.modules = list(values.modules);
-      if (values['rate-limit'] !== undefined) body.rate_limit_per_minute = Number(values['rate-limit']);
+      if (typeof values['rate-limit'] === 'string') {
+        body.rate_limit_per_minute = wholeNumber(values['rate-limit'], 'rate-limit');
+      }
       const account = (await call(connection, 'admin', 'POST', '/admin/v1/accounts', body)) as Row & {
         api_key: { key: string };
       };
@@ -172,9 +253,9 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   },
   'keys revoke': {
     usage: 'leads keys revoke KEY_ID',
-    async run(connection, _values, positionals) {
-      const id = positional(positionals, 'KEY_ID');
-      await call(connection, 'key', 'DELETE', `/api/v1/settings/api-keys/${encodeURIComponent(id)}`);
+    positionals: ['KEY_ID'],
+    async run(connection, _values, [id]) {
+      await call(connection, 'key', 'DELETE', `/api/v1/settings/api-keys/${encodeURIComponent(id!)}`);
       return { json: { id, revoked: true }, text: `key ${id} revoked` };
     },
   },
@@ -200,22 +281,22 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   },
   'sources rotate': {
     usage: 'leads sources rotate SOURCE_ID',
-    async run(connection, _values, positionals) {
-      const id = positional(positionals, 'SOURCE_ID');
+    positionals: ['SOURCE_ID'],
+    async run(connection, _values, [id]) {
       const result = (await call(
         connection,
         'key',
         'POST',
-        `/api/v1/settings/sources/${encodeURIComponent(id)}/token`,
+        `/api/v1/settings/sources/${encodeURIComponent(id!)}/token`,
       )) as Row;
       return { json: result, text: `new token (shown once; the old one no longer works): ${result.token}` };
     },
   },
   'sources revoke': {
     usage: 'leads sources revoke SOURCE_ID',
-    async run(connection, _values, positionals) {
-      const id = positional(positionals, 'SOURCE_ID');
-      await call(connection, 'key', 'DELETE', `/api/v1/settings/sources/${encodeURIComponent(id)}/token`);
+    positionals: ['SOURCE_ID'],
+    async run(connection, _values, [id]) {
+      await call(connection, 'key', 'DELETE', `/api/v1/settings/sources/${encodeURIComponent(id!)}/token`);
       return { json: { id, revoked: true }, text: `token of source ${id} revoked` };
     },
   },
@@ -232,26 +313,35 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   'entities apply': {
     usage:
       'leads entities apply FILE   (JSON: {key, name, fields, duplicate_rule?, pipelines?} or an array of them)',
-    async run(connection, _values, positionals) {
-      const file = positional(positionals, 'FILE');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(await fs.readFile(file, 'utf8'));
-      } catch (error) {
-        throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
-      }
-      const definitions = (Array.isArray(parsed) ? parsed : [parsed]) as Row[];
-      const applied: unknown[] = [];
-      for (const definition of definitions) {
-        const { key, ...body } = definition;
-        if (typeof key !== 'string') throw new CliError('every entity needs a "key"');
-        applied.push(
-          await call(connection, 'key', 'PUT', `/api/v1/settings/entities/${encodeURIComponent(key)}`, body),
-        );
+    positionals: ['FILE'],
+    async run(connection, _values, [file]) {
+      const definitions = await readEntityDefinitions(file!);
+      const applied: Row[] = [];
+      for (const { key, ...body } of definitions) {
+        try {
+          applied.push(
+            (await call(
+              connection,
+              'key',
+              'PUT',
+              `/api/v1/settings/entities/${encodeURIComponent(key as string)}`,
+              body,
+            )) as Row,
+          );
+        } catch (error) {
+          // Each PUT stands on its own: say which ones are in place already.
+          if (!(error instanceof CliError) || applied.length === 0) throw error;
+          const done = applied.map((e) => e.key).join(', ');
+          throw new CliError(
+            `${error.message}\n(applied before this failure: ${done})`,
+            error.exitCode,
+            error.answer,
+          );
+        }
       }
       return {
         json: { entities: applied },
-        text: applied.map((e) => `applied ${(e as Row).key}`).join('\n'),
+        text: applied.map((e) => `applied ${e.key}`).join('\n'),
       };
     },
   },
@@ -266,7 +356,21 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
       return { json: user, text: `user ${user.id} ${user.email}` };
     },
   },
+  'users list': {
+    usage: 'leads users list',
+    async run(connection) {
+      const rows = await listAll(connection, 'key', '/api/v1/settings/users', 'users');
+      return { json: { users: rows }, text: table(rows, ['id', 'email', 'name']) };
+    },
+  },
 };
+
+/** The usage lines of one group (`keys`, `sources`, …); empty when there is no such group. */
+export function groupUsage(group: string): string[] {
+  return Object.entries(HTTP_COMMANDS)
+    .filter(([name]) => name.startsWith(`${group} `))
+    .map(([, spec]) => spec.usage);
+}
 
 const CONNECTION_OPTIONS = {
   url: { type: 'string' },
@@ -278,7 +382,12 @@ const CONNECTION_OPTIONS = {
 /** Runs `leads <group> <action> …`; returns the exit code. */
 export async function runHttpCommand(name: string, args: string[], io: CliIo): Promise<number> {
   const spec = HTTP_COMMANDS[name];
-  if (!spec) return 2;
+  if (!spec) return EXIT_USAGE;
+  if (args.includes('--help') || args.includes('-h')) {
+    io.out(`usage: ${spec.usage}\n`);
+    return 0;
+  }
+  let json = false;
   try {
     const { values, positionals } = parseArgs({
       args,
@@ -286,24 +395,36 @@ export async function runHttpCommand(name: string, args: string[], io: CliIo): P
       allowPositionals: true,
       strict: true,
     });
+    json = values.json === true;
+    const expected = spec.positionals ?? [];
+    if (positionals.length < expected.length) throw usageError(`${expected[positionals.length]} is required`);
+    if (positionals.length > expected.length) {
+      throw usageError(`unexpected argument "${positionals[expected.length]}"`);
+    }
     const connection: Connection = {
       url: (values.url as string | undefined) ?? io.env.LEADS_URL ?? 'http://127.0.0.1:3000',
       key: (values.key as string | undefined) ?? io.env.LEADS_API_KEY,
       adminToken: (values['admin-token'] as string | undefined) ?? io.env.LEADS_ADMIN_TOKEN,
-      json: values.json === true,
     };
     const result = await spec.run(
       connection,
       values as Record<string, string | boolean | undefined>,
       positionals,
     );
-    io.out(connection.json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
+    io.out(json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
     return 0;
   } catch (error) {
-    if (error instanceof CliError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       io.err(`leads ${name}: ${(error as Error).message}\nusage: ${spec.usage}\n`);
-      return 1;
+      return EXIT_USAGE;
     }
-    throw error;
+    if (!(error instanceof CliError)) throw error;
+    // With --json a script gets the service's error answer on stdout, as it gets answers.
+    if (json && error.answer !== undefined && error.answer !== null) {
+      io.out(`${JSON.stringify(error.answer, null, 2)}\n`);
+    }
+    const usage = error.exitCode === EXIT_USAGE ? `\nusage: ${spec.usage}` : '';
+    io.err(`leads ${name}: ${error.message}${usage}\n`);
+    return error.exitCode;
   }
 }

@@ -1,73 +1,167 @@
-import { loadConfig } from '../config.ts';
-import { DataDirLockedError, openDatabase } from '../db/client.ts';
-import { migrate } from '../db/migrate.ts';
-import { serveUntilSignal } from '../start/server.ts';
-import { runWorkerUntilSignal } from '../start/worker.ts';
-import { type CliIo, HTTP_COMMANDS, runHttpCommand } from './http-commands.ts';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { type Config, loadConfig } from '../config.ts';
+import {
+  type CliIo,
+  EXIT_FAILED,
+  EXIT_USAGE,
+  groupUsage,
+  HTTP_COMMANDS,
+  runHttpCommand,
+} from './http-commands.ts';
+
+// The service commands load the server, the database drivers and the job queue only when run
+// (dynamic imports below), so that the client commands and --help start in a blink.
+const SERVICE_COMMANDS: Record<string, { summary: string; run(config: Config, io: CliIo): Promise<number> }> =
+  {
+    serve: {
+      summary: 'start the HTTP server (and the workers, unless LEADS_RUN_WORKERS=false)',
+      async run(config) {
+        const { serveUntilSignal } = await import('../start/server.ts');
+        await serveUntilSignal(config);
+        return 0;
+      },
+    },
+    worker: {
+      summary:
+        'run the background workers alone (PostgreSQL; the embedded database\n' +
+        '                         admits one process, so there the workers run inside serve)',
+      async run(config) {
+        const { runWorkerUntilSignal } = await import('../start/worker.ts');
+        await runWorkerUntilSignal(config);
+        return 0;
+      },
+    },
+    migrate: {
+      summary: 'bring the database schema up to date and print what was applied',
+      async run(config, io) {
+        const [{ openDatabase }, { migrate }] = await Promise.all([
+          import('../db/client.ts'),
+          import('../db/migrate.ts'),
+        ]);
+        const database = await openDatabase({
+          databaseUrl: config.databaseUrl,
+          dataDir: config.dataDir,
+          poolSize: 2,
+        });
+        try {
+          const { applied } = await migrate(database.db);
+          io.out(applied.length === 0 ? 'the schema is up to date\n' : `applied: ${applied.join(', ')}\n`);
+          return 0;
+        } finally {
+          await database.close();
+        }
+      },
+    },
+  };
 
 const USAGE = `Usage: leads <command> [options]
 
-Service:
-  serve                  start the HTTP server (and the workers, unless LEADS_RUN_WORKERS=false)
-  worker                 run the background workers alone (PostgreSQL; the embedded database
-                         admits one process, so there the workers run inside serve)
-  migrate                bring the database schema up to date
+Service (settings come from the environment: PORT, DATABASE_URL, LEADS_DATA_DIR, …; see README):
+${Object.entries(SERVICE_COMMANDS)
+  .map(([name, spec]) => `  ${name.padEnd(23)}${spec.summary}`)
+  .join('\n')}
 
 Clients of a running service (--url, default $LEADS_URL or http://127.0.0.1:3000;
---key or $LEADS_API_KEY; --admin-token or $LEADS_ADMIN_TOKEN; --json prints the raw answer):
+--key or $LEADS_API_KEY; --admin-token or $LEADS_ADMIN_TOKEN; the environment keeps secrets out
+of the process list; --json prints the raw answer; <command> --help shows one command):
 ${Object.values(HTTP_COMMANDS)
   .map((spec) => `  ${spec.usage}`)
   .join('\n')}
+
+  leads --version          print the version
 `;
 
-async function runMigrate(io: CliIo): Promise<number> {
-  const config = loadConfig(io.env);
-  const database = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    poolSize: 2,
-  });
-  try {
-    const { applied } = await migrate(database.db);
-    io.out(applied.length === 0 ? 'the schema is up to date\n' : `applied: ${applied.join(', ')}\n`);
+/** The lock file of an embedded data directory (src/db/client.ts takes it). */
+const LOCK_FILE_NAME = 'leads.lock';
+
+/**
+ * The one-line reason of a failure the operator can act on (port taken, database unreachable,
+ * wrong password, unreadable directory): errors that carry a system or SQLSTATE code. Anything
+ * else is a defect and keeps its stack trace.
+ */
+function operationalReason(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || code.startsWith('ERR_')) return undefined;
+  // A refused connection tried on several addresses is an AggregateError with an empty message.
+  const message =
+    error.message ||
+    (error instanceof AggregateError ? error.errors.map((e) => (e as Error).message).join('; ') : '');
+  if (message === '') return code;
+  return message.includes(code) ? message : `${message} (${code})`;
+}
+
+async function runServiceCommand(name: string, args: string[], io: CliIo): Promise<number> {
+  const spec = SERVICE_COMMANDS[name]!;
+  if (args.includes('--help') || args.includes('-h')) {
+    io.out(`usage: leads ${name}\n  ${spec.summary}\nSettings come from the environment; see README.\n`);
     return 0;
-  } finally {
-    await database.close();
   }
+  if (args.length > 0) {
+    io.err(
+      `leads ${name}: unexpected argument "${args[0]}"; settings come from the environment (PORT, DATABASE_URL, LEADS_DATA_DIR, …)\n`,
+    );
+    return EXIT_USAGE;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(io.env);
+  } catch (error) {
+    io.err(`leads ${name}: ${(error as Error).message}\n`);
+    return EXIT_USAGE;
+  }
+  const { DataDirLockedError } = await import('../db/client.ts');
+  try {
+    return await spec.run(config, io);
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      const lockFile = path.join(config.dataDir, LOCK_FILE_NAME);
+      io.err(
+        `leads ${name}: ${error.message}\n` +
+          `The lock file is ${lockFile}; delete it only if that pid is not a Leadline process.\n`,
+      );
+      return EXIT_FAILED;
+    }
+    const reason = operationalReason(error);
+    if (reason === undefined) throw error;
+    io.err(`leads ${name}: ${reason}\n`);
+    return EXIT_FAILED;
+  }
+}
+
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return manifest.version;
 }
 
 export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
   const [command, ...rest] = argv;
-  try {
-    switch (command) {
-      case 'serve':
-        await serveUntilSignal(loadConfig(io.env));
-        return 0;
-      case 'worker':
-        await runWorkerUntilSignal(loadConfig(io.env));
-        return 0;
-      case 'migrate':
-        return await runMigrate(io);
-      case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        io.out(USAGE);
-        return 0;
-      default: {
-        const name = `${command} ${rest[0] ?? ''}`.trim();
-        if (HTTP_COMMANDS[name]) return await runHttpCommand(name, rest.slice(1), io);
-        io.err(`leads: unknown command "${name}"\n\n${USAGE}`);
-        return 2;
-      }
-    }
-  } catch (error) {
-    if (error instanceof DataDirLockedError) {
-      io.err(`leads: ${error.message}\n`);
-      return 1;
-    }
-    throw error;
+  switch (command) {
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      io.out(USAGE);
+      return 0;
+    case '--version':
+    case '-v':
+      io.out(`leads ${version()}\n`);
+      return 0;
   }
+  if (SERVICE_COMMANDS[command]) return runServiceCommand(command, rest, io);
+  const name = `${command} ${rest[0] ?? ''}`.trim();
+  if (HTTP_COMMANDS[name]) return runHttpCommand(name, rest.slice(1), io);
+  const group = groupUsage(command);
+  if (group.length > 0) {
+    const action = rest[0] === undefined ? 'needs an action' : `has no action "${rest[0]}"`;
+    io.err(`leads ${command} ${action}:\n${group.map((usage) => `  ${usage}`).join('\n')}\n`);
+    return EXIT_USAGE;
+  }
+  io.err(`leads: unknown command "${command}"\n\n${USAGE}`);
+  return EXIT_USAGE;
 }
 
 function defaultIo(): CliIo {

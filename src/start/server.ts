@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import { buildApp, loggerOptions } from '../app.ts';
 import type { Config } from '../config.ts';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
-import type { Queue } from '../jobs/queue.ts';
 import { createDemoOnce, firstStartBanner, unstartedSecretsNotice } from './bootstrap.ts';
 import { openRuntime } from './runtime.ts';
 import { createWorkers } from './worker.ts';
@@ -20,7 +19,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const runtime = await openRuntime(config);
   const { database, services, secrets } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
-  let workers: Queue | null = null;
+  let workers: ReturnType<typeof createWorkers> | null = null;
   const rateLimiter: RateLimiter = config.redisUrl
     ? createRedisRateLimiter({
         url: config.redisUrl,

@@ -1,15 +1,181 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
 import { LEAD_ENTITY } from '../helpers/fixtures.ts';
-import { LEADS_BIN, NODE_BIN, type ServerProcess, startServerProcess } from '../helpers/server-process.ts';
+import {
+  freePort,
+  LEADS_BIN,
+  NODE_BIN,
+  type ServerProcess,
+  startServerProcess,
+} from '../helpers/server-process.ts';
 
 const run = promisify(execFile);
 const ADMIN_TOKEN = 'adm_cli_test_operator_token_00000000';
+
+/** Runs `leads …` to its end (30 s at most) with exactly the given LEADS_* variables. */
+async function leads(args: string[], env: Record<string, string> = {}) {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('LEADS_')),
+  );
+  try {
+    const { stdout, stderr } = await run(NODE_BIN, [LEADS_BIN, ...args], {
+      env: { ...inherited, ...env },
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : -1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? '',
+    };
+  }
+}
+
+/** Intake through a source token, which travels in the path and needs no Authorization header. */
+async function intakeWithSourceToken(baseUrl: string, token: string, email: string) {
+  const response = await fetch(`${baseUrl}/api/v1/in/${token}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ entity: 'lead', fields: { email } }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+// Every command the issue names; the help must list each of them.
+const COMMANDS = [
+  'serve',
+  'worker',
+  'migrate',
+  'accounts create',
+  'accounts list',
+  'keys create',
+  'keys list',
+  'keys revoke',
+  'sources create',
+  'sources list',
+  'sources rotate',
+  'sources revoke',
+  'entities list',
+  'entities apply',
+  'users create',
+];
+
+describe('the leads command line, without a service', () => {
+  describe('happy path', () => {
+    it('lists every command in --help, and each client command explains itself', async () => {
+      const help = await leads(['--help']);
+      expect(help.code).toBe(0);
+      for (const command of COMMANDS)
+        expect(help.stdout).toMatch(new RegExp(`^\\s+(leads )?${command}\\b`, 'm'));
+      for (const option of ['--url', '--key', '--admin-token', '--json'])
+        expect(help.stdout).toContain(option);
+
+      const one = await leads(['accounts', 'create', '--help']);
+      expect(one).toMatchObject({ code: 0, stderr: '' });
+      expect(one.stdout).toContain('--name NAME');
+      expect((await leads(['migrate', '--help'])).code).toBe(0);
+      expect((await leads(['--version'])).stdout).toMatch(/^leads \d+\.\d+\.\d+\n$/);
+    });
+  });
+
+  describe('errors', () => {
+    it('refuses a wrong command line with exit code 2 and says what is wrong', async () => {
+      const unknown = await leads(['frobnicate']);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain('unknown command "frobnicate"');
+      const noAction = await leads(['keys']);
+      expect(noAction.code).toBe(2);
+      expect(noAction.stderr).toContain('leads keys revoke KEY_ID');
+      const cases: [string[], string][] = [
+        [['keys', 'create', '--key', 'lk_x'], '--name is required'],
+        [['keys', 'revoke', '--key', 'lk_x'], 'KEY_ID is required'],
+        [['keys', 'revoke', 'a', 'b', '--key', 'lk_x'], 'unexpected argument "b"'],
+        [['keys', 'list', '--key', 'lk_x', '--colour'], "Unknown option '--colour'"],
+        [['accounts', 'create', '--name', 'A', '--rate-limit', '1.5', '--admin-token', 'a'], 'whole number'],
+        [['keys', 'list'], '--key or LEADS_API_KEY'],
+        [['accounts', 'list'], '--admin-token or LEADS_ADMIN_TOKEN'],
+        [['keys', 'list', '--key', 'lk_x', '--url', 'ftp://127.0.0.1'], 'http:// or https://'],
+        [['serve', '--port', '4000'], 'settings come from the environment'],
+      ];
+      for (const [args, message] of cases) {
+        const refused = await leads(args);
+        expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+        expect(refused.stderr).toContain(message);
+      }
+      const badSetting = await leads(['migrate'], { LEADS_RUN_WORKERS: 'perhaps' });
+      expect(badSetting.code).toBe(2);
+      expect(badSetting.stderr).toContain('LEADS_RUN_WORKERS must be true or false');
+    });
+
+    it('reads an entities file whole before sending anything, and refuses a malformed one', async () => {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-cli-file-'));
+      try {
+        const port = await freePort();
+        const url = `http://127.0.0.1:${port}`;
+        const notJson = path.join(dir, 'broken.json');
+        await writeFile(notJson, '{"key": "lead",');
+        const withoutKey = path.join(dir, 'no-key.json');
+        await writeFile(
+          withoutKey,
+          JSON.stringify([{ key: 'lead', name: 'Lead', fields: [] }, { name: 'X' }]),
+        );
+        // Nothing listens at `url`: a command that sent a request would fail with "cannot reach".
+        for (const [file, message] of [
+          [notJson, 'cannot read'],
+          [withoutKey, 'entity 2 of'],
+          [path.join(dir, 'missing.json'), 'ENOENT'],
+        ] as const) {
+          const refused = await leads(['entities', 'apply', file, '--url', url, '--key', 'lk_x']);
+          expect(refused.code).toBe(2);
+          expect(refused.stderr).toContain(message);
+          expect(refused.stderr).not.toContain('cannot reach');
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('fails with exit code 1 and one line when the service cannot be reached or is not Leadline', async () => {
+      const closed = await leads([
+        'keys',
+        'list',
+        '--url',
+        `http://127.0.0.1:${await freePort()}`,
+        '--key',
+        'lk_x',
+      ]);
+      expect(closed.code).toBe(1);
+      expect(closed.stderr).toMatch(/cannot reach http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
+
+      // Some other web server at the given address.
+      const other = http.createServer((_incoming, outgoing) => {
+        outgoing.writeHead(200, { 'content-type': 'text/html' });
+        outgoing.end('<html>hello</html>');
+      });
+      await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = other.address() as net.AddressInfo;
+        const wrong = await leads(['keys', 'list', '--url', `http://127.0.0.1:${port}`, '--key', 'lk_x']);
+        expect(wrong.code).toBe(1);
+        expect(wrong.stderr).toContain('is not JSON');
+        expect(wrong.stderr).not.toMatch(/\n\s+at /);
+      } finally {
+        other.closeAllConnections();
+        await new Promise((resolve) => other.close(resolve));
+      }
+    });
+  });
+});
 
 describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a running service', () => {
   let server: ServerProcess;
@@ -17,29 +183,19 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
   let dir: string;
   let apiKey: string;
 
-  async function leads(...args: string[]) {
-    try {
-      const { stdout, stderr } = await run(NODE_BIN, [LEADS_BIN, ...args], {
-        env: {
-          ...process.env,
-          LEADS_URL: server.url,
-          LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
-          LEADS_API_KEY: apiKey ?? '',
-        },
-        timeout: 30_000,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code?: number; stdout?: string; stderr?: string };
-      return { code: failed.code ?? 1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-    }
-  }
+  /** `leads …` against the test's service, with its operator token and the account's key. */
+  const client = (...args: string[]) =>
+    leads(args, { LEADS_URL: server.url, LEADS_ADMIN_TOKEN: ADMIN_TOKEN, LEADS_API_KEY: apiKey ?? '' });
 
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
     dir = await mkdtemp(path.join(os.tmpdir(), 'leads-cli-'));
-    server = await startServerProcess({ DATABASE_URL: database.url, LEADS_ADMIN_TOKEN: ADMIN_TOKEN });
+    server = await startServerProcess({
+      DATABASE_URL: database.url,
+      LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
+      LEADS_RUN_WORKERS: 'false',
+    });
   }, 60_000);
   afterAll(async () => {
     server?.kill('SIGTERM');
@@ -48,55 +204,158 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('creates an account with the operator token and prints JSON with --json', async () => {
-    const created = await leads('accounts', 'create', '--name', 'Cli Co', '--modules', 'crm', '--json');
-    expect(created.code).toBe(0);
-    const account = JSON.parse(created.stdout);
-    expect(account).toMatchObject({ name: 'Cli Co', modules: ['crm'] });
-    apiKey = account.api_key.key;
-    const listed = await leads('accounts', 'list');
-    expect(listed.stdout).toContain('Cli Co');
+  describe('happy path', () => {
+    it('creates an account with the operator token: --json prints the answer, text the key', async () => {
+      const created = await client('accounts', 'create', '--name', 'Cli Co', '--modules', 'crm', '--json');
+      expect(created.code).toBe(0);
+      const account = JSON.parse(created.stdout);
+      expect(account).toMatchObject({
+        name: 'Cli Co',
+        modules: ['crm'],
+        api_key: { key: expect.any(String) },
+      });
+      apiKey = account.api_key.key;
+
+      const asText = await client('accounts', 'create', '--name', 'Text Co', '--rate-limit', '60');
+      expect(asText.code).toBe(0);
+      const printedKey = /API key \(shown once\): (lk_\S+)/.exec(asText.stdout)?.[1];
+      expect(printedKey).toBeDefined();
+      expect((await leads(['keys', 'list', '--url', server.url, '--key', printedKey!])).code).toBe(0);
+
+      const listed = await client('accounts', 'list', '--json');
+      const accounts = JSON.parse(listed.stdout).accounts as {
+        name: string;
+        rate_limit_per_minute: number;
+      }[];
+      expect(accounts.map((a) => a.name).sort()).toEqual(['Cli Co', 'Text Co']);
+      expect(accounts.find((a) => a.name === 'Text Co')?.rate_limit_per_minute).toBe(60);
+      expect((await client('accounts', 'list')).stdout).toMatch(/^id\s+name\s+modules/);
+    });
+
+    it('creates, lists and revokes keys', async () => {
+      const key = JSON.parse((await client('keys', 'create', '--name', 'ci', '--strict', '--json')).stdout);
+      expect(key).toMatchObject({ name: 'ci', strict: true, key: expect.stringMatching(/^lk_/) });
+      const narrow = await client(
+        'keys',
+        'create',
+        '--name',
+        'reader',
+        '--permissions',
+        'records:read',
+        '--json',
+      );
+      expect(JSON.parse(narrow.stdout).permissions).toEqual(['records:read']);
+      const listed = await client('keys', 'list');
+      expect(listed.stdout).toContain(key.id);
+      expect(listed.stdout).toContain('reader');
+
+      const revoked = await client('keys', 'revoke', key.id);
+      expect(revoked).toMatchObject({ code: 0, stdout: `key ${key.id} revoked\n` });
+      const after = JSON.parse((await client('keys', 'list', '--json')).stdout);
+      expect(after.api_keys.map((k: { id: string }) => k.id)).not.toContain(key.id);
+    });
+
+    it('applies an entities file and lists the entities', async () => {
+      const file = path.join(dir, 'entities.json');
+      await writeFile(
+        file,
+        JSON.stringify([
+          { key: 'lead', ...LEAD_ENTITY, duplicate_rule: { match: ['email'], action: 'update' } },
+          { key: 'deal', name: 'Deal', fields: [{ key: 'title', label: 'Title', type: 'text' }] },
+        ]),
+      );
+      const applied = await client('entities', 'apply', file);
+      expect(applied).toMatchObject({ code: 0, stdout: 'applied lead\napplied deal\n' });
+      // Applying again replaces, it does not duplicate.
+      expect((await client('entities', 'apply', file)).code).toBe(0);
+      const listed = JSON.parse((await client('entities', 'list', '--json')).stdout);
+      expect(listed.entities.map((e: { key: string }) => e.key).sort()).toEqual(['deal', 'lead']);
+      expect((await client('entities', 'list')).stdout).toMatch(/deal\s+Deal\s+false\s+1/);
+
+      const single = path.join(dir, 'single.json');
+      await writeFile(single, JSON.stringify({ key: 'deal', name: 'Deal 2', fields: [] }));
+      expect((await client('entities', 'apply', single, '--json')).code).toBe(0);
+      const renamed = JSON.parse((await client('entities', 'list', '--json')).stdout);
+      expect(renamed.entities.find((e: { key: string }) => e.key === 'deal').name).toBe('Deal 2');
+    });
+
+    it('creates a source whose token takes in records, rotates it, and revokes it', async () => {
+      const source = JSON.parse((await client('sources', 'create', '--name', 'Web', '--json')).stdout);
+      expect(source.token).toMatch(/^st_/);
+      const intake = (token: string, email: string) => intakeWithSourceToken(server.url, token, email);
+      expect((await intake(source.token, 'one@cli.test')).status).toBe(201);
+
+      const rotated = JSON.parse((await client('sources', 'rotate', source.id, '--json')).stdout);
+      expect(rotated.token).toMatch(/^st_/);
+      expect(rotated.token).not.toBe(source.token);
+      expect((await intake(source.token, 'two@cli.test')).status).toBe(401);
+      expect((await intake(rotated.token, 'two@cli.test')).status).toBe(201);
+      expect((await client('sources', 'list')).stdout).toMatch(/Web\s+st_/);
+
+      expect((await client('sources', 'revoke', source.id)).code).toBe(0);
+      expect((await intake(rotated.token, 'three@cli.test')).status).toBe(401);
+    });
+
+    it('creates and lists users', async () => {
+      const user = await client('users', 'create', '--email', 'rep@cli.test', '--name', 'Rep');
+      expect(user.code).toBe(0);
+      expect(user.stdout).toMatch(/^user [0-9a-f-]{36} rep@cli\.test\n$/);
+      expect((await client('users', 'list')).stdout).toMatch(/rep@cli\.test\s+Rep/);
+    });
   });
 
-  it('manages keys, entities, sources and users with the API key', async () => {
-    const key = JSON.parse((await leads('keys', 'create', '--name', 'ci', '--strict', '--json')).stdout);
-    expect(key).toMatchObject({ name: 'ci', strict: true });
-    expect((await leads('keys', 'list')).stdout).toContain('ci');
-    expect((await leads('keys', 'revoke', key.id)).code).toBe(0);
-    expect((await leads('keys', 'list', '--json')).stdout).not.toContain(key.id);
+  describe('errors', () => {
+    it('prints the error code and exits 1 on an API error; --json adds the error answer', async () => {
+      const wrongKey = await leads(['keys', 'list', '--url', server.url, '--key', 'lk_wrong']);
+      expect(wrongKey.code).toBe(1);
+      expect(wrongKey.stderr).toContain('401 unauthorized');
 
-    const file = path.join(dir, 'entities.json');
-    await writeFile(
-      file,
-      JSON.stringify([
-        { key: 'lead', ...LEAD_ENTITY },
-        { key: 'deal', name: 'Deal', fields: [] },
-      ]),
-    );
-    const applied = await leads('entities', 'apply', file);
-    expect(applied.code).toBe(0);
-    expect(applied.stdout).toContain('applied lead');
-    expect((await leads('entities', 'list')).stdout).toMatch(/deal/);
+      const duplicate = await client(
+        'users',
+        'create',
+        '--email',
+        'rep@cli.test',
+        '--name',
+        'Again',
+        '--json',
+      );
+      expect(duplicate.code).toBe(1);
+      expect(JSON.parse(duplicate.stdout).error).toBe(duplicate.stderr.match(/failed: \d+ (\w+)/)?.[1]);
 
-    const source = JSON.parse((await leads('sources', 'create', '--name', 'Web', '--json')).stdout);
-    expect(source.token).toMatch(/^st_/);
-    const rotated = JSON.parse((await leads('sources', 'rotate', source.id, '--json')).stdout);
-    expect(rotated.token).not.toBe(source.token);
-    expect((await leads('sources', 'list')).stdout).toContain('Web');
-    expect((await leads('sources', 'revoke', source.id)).code).toBe(0);
+      const unknownModule = await client('accounts', 'create', '--name', 'X', '--modules', 'teleport');
+      expect(unknownModule.code).toBe(1);
+      expect(unknownModule.stderr).toContain('validation_failed');
+    });
 
-    const user = await leads('users', 'create', '--email', 'rep@cli.test', '--name', 'Rep');
-    expect(user.code).toBe(0);
+    it('says which entities were applied before one was refused', async () => {
+      const file = path.join(dir, 'partly.json');
+      await writeFile(
+        file,
+        JSON.stringify([
+          { key: 'note_ok', name: 'Fine', fields: [] },
+          { key: 'broken', name: 'Broken', fields: [{ key: 'x', label: 'X', type: 'no_such_type' }] },
+        ]),
+      );
+      const applied = await client('entities', 'apply', file);
+      expect(applied.code).toBe(1);
+      expect(applied.stderr).toContain('validation_failed');
+      expect(applied.stderr).toContain('applied before this failure: note_ok');
+    });
   });
 
-  it('exits non-zero with the error code on an API error or a bad call', async () => {
-    const wrongKey = await leads('keys', 'list', '--key', 'lk_wrong');
-    expect(wrongKey.code).not.toBe(0);
-    expect(wrongKey.stderr).toContain('unauthorized');
-    const missing = await leads('keys', 'create');
-    expect(missing.code).not.toBe(0);
-    expect(missing.stderr).toContain('--name is required');
-    const unknown = await leads('frobnicate');
-    expect(unknown.code).toBe(2);
+  describe('security', () => {
+    it('a revoked key stops working at once, and an account key cannot use the operator commands', async () => {
+      const key = JSON.parse((await client('keys', 'create', '--name', 'short-lived', '--json')).stdout);
+      const withKey = (...args: string[]) => leads(args, { LEADS_URL: server.url, LEADS_API_KEY: key.key });
+      expect((await withKey('keys', 'list')).code).toBe(0);
+      expect((await client('keys', 'revoke', key.id)).code).toBe(0);
+      const refused = await withKey('keys', 'list');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('401 unauthorized');
+
+      const notOperator = await leads(['accounts', 'list', '--url', server.url, '--admin-token', apiKey]);
+      expect(notOperator.code).toBe(1);
+      expect(notOperator.stderr).toContain('401 unauthorized');
+    });
   });
 });
