@@ -1,37 +1,54 @@
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import { registerMaintenanceJobs } from '../jobs/maintenance.jobs.ts';
-import { createQueue, type Queue } from '../jobs/queue.ts';
-import type { Runtime } from './runtime.ts';
-import { openRuntime } from './runtime.ts';
+import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts';
+import { openRuntime, type Runtime } from './runtime.ts';
 
-/** The queue with every job this service knows, for `serve` (beside the server) and `worker`. */
-export function createWorkers(runtime: Runtime, logger: pino.Logger): Queue {
-  const queue = createQueue(runtime.database, { logger });
+/**
+ * The queue with the handler (and schedule) of every job this service knows: for `serve`, beside
+ * the server, and for `leads worker`. A module with jobs registers them here.
+ */
+export function createWorkers(runtime: Runtime, logger: JobLogger): JobQueue {
+  const queue = createJobQueue(runtime.database, { logger });
   registerMaintenanceJobs(queue, runtime.database.db);
   return queue;
 }
 
-/** `leads worker`: background jobs alone, until SIGTERM or SIGINT. */
+/**
+ * `leads worker`: the background workers alone, until SIGTERM or SIGINT; then running jobs finish
+ * (up to LEADS_SHUTDOWN_TIMEOUT_MS) before the database closes.
+ */
 export async function runWorkerUntilSignal(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel });
-  const runtime = await openRuntime(config);
-  const queue = createWorkers(runtime, logger);
+  // Handlers go in before the start, so that a signal during start-up (migrations, queue
+  // install) still leads to a clean stop once everything is open, not to a hard exit.
+  let signalled: () => void = () => {};
+  const signal = new Promise<void>((resolve) => {
+    signalled = resolve;
+  });
+  const onSignal = (name: NodeJS.Signals) => {
+    logger.info({ signal: name }, 'worker stopping: finishing running jobs');
+    signalled();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
-    await queue.start();
-    logger.info('worker started');
-    await new Promise<void>((resolve) => {
-      const onSignal = () => {
-        process.off('SIGTERM', onSignal);
-        process.off('SIGINT', onSignal);
-        resolve();
-      };
-      process.on('SIGTERM', onSignal);
-      process.on('SIGINT', onSignal);
-    });
-    logger.info('worker stopping: finishing running jobs');
+    const runtime = await openRuntime(config);
+    try {
+      const queue = createWorkers(runtime, logger);
+      try {
+        await queue.start();
+        logger.info('worker started');
+        await signal;
+      } finally {
+        await queue.stop(config.shutdownTimeoutMs);
+      }
+    } finally {
+      await runtime.database.close();
+    }
+    logger.info('worker stopped');
   } finally {
-    await queue.stop(config.shutdownTimeoutMs);
-    await runtime.database.close();
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
   }
 }
