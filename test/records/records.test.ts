@@ -187,10 +187,17 @@ describe.each(TEST_DATABASES)('records, record tokens and S1 leads on %s', (kind
       const ruled = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
       const a = await create({ email: 'first@b.co' }, ruled);
       await create({ email: 'second@b.co' }, ruled);
-      const response = await call('PATCH', `/api/v1/records/${a}`, { fields: { email: 'SECOND@b.co' } }, ruled.apiKey);
+      const response = await call(
+        'PATCH',
+        `/api/v1/records/${a}`,
+        { fields: { email: 'SECOND@b.co' } },
+        ruled.apiKey,
+      );
       expect(response.statusCode).toBe(409);
       expect(response.json()).toMatchObject({ error: 'conflict', reason: 'duplicate' });
-      expect((await call('GET', `/api/v1/records/${a}`, undefined, ruled.apiKey)).json().fields.email).toBe('first@b.co');
+      expect((await call('GET', `/api/v1/records/${a}`, undefined, ruled.apiKey)).json().fields.email).toBe(
+        'first@b.co',
+      );
     });
   });
 
