@@ -1,7 +1,13 @@
 /**
- * The baseline: the least a server can do for a single-record intake on this machine — Fastify
- * with a TypeBox-validated body and one INSERT into the same database with the same pool size —
- * and one multi-row INSERT of 100 rows for bulk. Started as its own process, like the service.
+ * The baseline of `npm run bench`: the least a server can do for the same single-record intake on
+ * this machine. Fastify with a TypeBox schema (like the service) validates the same body, typed to
+ * the bench entity's 10 fields, and one INSERT writes the record as a jsonb payload into the same
+ * kind of database with the same pool size (pg.Pool of DATABASE_POOL_SIZE, default 10, as the
+ * service; PGlite in-process on the embedded run). `POST /records/bulk` writes up to 100 records
+ * with one multi-row INSERT. Started as its own process, like the service:
+ *
+ *   PORT=… HOST=127.0.0.1 DATABASE_URL=postgres://… node bench/baseline-server.ts
+ *   PORT=… HOST=127.0.0.1 LEADS_DATA_DIR=/tmp/… node bench/baseline-server.ts
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -12,41 +18,72 @@ import pg from 'pg';
 import { Type } from 'typebox';
 
 const port = Number(process.env.PORT ?? 3100);
-const databaseUrl = process.env.DATABASE_URL;
+const host = process.env.HOST ?? '127.0.0.1';
+const databaseUrl = process.env.DATABASE_URL || undefined;
 const poolSize = Number(process.env.DATABASE_POOL_SIZE ?? 10);
 
 type Query = (text: string, values: unknown[]) => Promise<unknown>;
 let query: Query;
+let closeDatabase: () => Promise<void>;
 if (databaseUrl) {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  pool.on('error', () => {});
   query = (text, values) => pool.query(text, values);
+  closeDatabase = () => pool.end();
 } else {
-  const pglite = await PGlite.create({
-    dataDir: path.join(process.env.LEADS_DATA_DIR ?? './bench-baseline', 'pgdata'),
-  });
+  const dataDir = process.env.LEADS_DATA_DIR;
+  if (!dataDir) throw new Error('set DATABASE_URL or LEADS_DATA_DIR');
+  const pglite = await PGlite.create({ dataDir: path.join(dataDir, 'pgdata') });
   query = (text, values) => pglite.query(text, values);
+  closeDatabase = () => pglite.close();
 }
 await query(
-  'CREATE TABLE IF NOT EXISTS bench_baseline (account_id uuid NOT NULL, id uuid PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz(3) NOT NULL DEFAULT now())',
+  `CREATE TABLE IF NOT EXISTS bench_baseline (
+     account_id uuid NOT NULL, id uuid NOT NULL, entity text NOT NULL, payload jsonb NOT NULL,
+     created_at timestamptz(3) NOT NULL DEFAULT now(), PRIMARY KEY (account_id, id))`,
   [],
 );
 
-const Body = Type.Object(
+const Text = Type.String({ maxLength: 10_000 });
+/** The bench entity's fields, typed; other keys pass (the service sets them aside as warnings). */
+const Fields = Type.Object(
+  {
+    first_name: Type.Optional(Text),
+    last_name: Type.Optional(Text),
+    email: Type.String({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' }),
+    phone: Type.Optional(Type.String({ pattern: '^\\+?[0-9 ()./-]{5,40}$' })),
+    company: Type.Optional(Text),
+    interest: Type.Optional(
+      Type.Union([Type.Literal('Solar'), Type.Literal('Heat pump'), Type.Literal('Battery')]),
+    ),
+    budget: Type.Optional(Type.Number()),
+    consent: Type.Optional(Type.Boolean()),
+    move_in: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
+    message: Type.Optional(Type.String({ maxLength: 100_000 })),
+  },
+  { additionalProperties: true, maxProperties: 500 },
+);
+const RecordBody = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
-    fields: Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 500 }),
-    meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    fields: Fields,
+    meta: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 50 })),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, maxProperties: 600 },
 );
-const account = randomUUID();
-const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024 }).withTypeProvider<TypeBoxTypeProvider>();
 
-app.post('/records', { schema: { body: Body } }, async (request, reply) => {
+const account = randomUUID();
+const app = Fastify({
+  logger: { level: 'warn' },
+  bodyLimit: 16 * 1024 * 1024,
+}).withTypeProvider<TypeBoxTypeProvider>();
+
+app.post('/records', { schema: { body: RecordBody } }, async (request, reply) => {
   const id = randomUUID();
-  await query('INSERT INTO bench_baseline (account_id, id, payload) VALUES ($1, $2, $3)', [
+  await query('INSERT INTO bench_baseline (account_id, id, entity, payload) VALUES ($1, $2, $3, $4)', [
     account,
     id,
+    request.body.entity,
     JSON.stringify(request.body.fields),
   ]);
   return reply
@@ -56,20 +93,39 @@ app.post('/records', { schema: { body: Body } }, async (request, reply) => {
 
 app.post(
   '/records/bulk',
-  { schema: { body: Type.Object({ records: Type.Array(Body, { maxItems: 100 }) }) } },
+  { schema: { body: Type.Object({ records: Type.Array(RecordBody, { minItems: 1, maxItems: 100 }) }) } },
   async (request) => {
     const values: unknown[] = [];
+    const ids: string[] = [];
     const rows = request.body.records.map((record, index) => {
-      values.push(account, randomUUID(), JSON.stringify(record.fields));
-      return `($${index * 3 + 1}, $${index * 3 + 2}, $${index * 3 + 3})`;
+      const id = randomUUID();
+      ids.push(id);
+      values.push(account, id, record.entity, JSON.stringify(record.fields));
+      const at = index * 4;
+      return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4})`;
     });
-    await query(`INSERT INTO bench_baseline (account_id, id, payload) VALUES ${rows.join(', ')}`, values);
-    return { accepted: rows.length };
+    await query(
+      `INSERT INTO bench_baseline (account_id, id, entity, payload) VALUES ${rows.join(', ')}`,
+      values,
+    );
+    return {
+      accepted: rows.length,
+      rejected: 0,
+      results: ids.map((id) => ({ id, entity: 'lead', created: true, updated: false, warnings: [] })),
+    };
   },
 );
 
 app.get('/health', async () => ({ status: 'ok' }));
-await app.listen({ port, host: '127.0.0.1' });
-process.on('SIGTERM', () => {
-  app.close().then(() => process.exit(0));
-});
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await app.close().catch(() => {});
+  await closeDatabase().catch(() => {});
+  process.exit(0);
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+await app.listen({ port, host });

@@ -1,89 +1,241 @@
 /**
- * `npm run bench`: intake throughput of the real server against a bare baseline, in one run on
- * the same machine, on PostgreSQL and on the embedded database. Not part of the test suite.
+ * `npm run bench`: throughput and latency of the real service (`node bin/leads.js serve`, a child
+ * process) against a bare baseline (bench/baseline-server.ts, another child process), in one run
+ * on the same machine, on PostgreSQL and on the embedded database. Not part of the test suite.
+ * autocannon runs in this process; only 127.0.0.1 receives load.
  *
- * Env: BENCH_DB=postgres|pglite|both (both), BENCH_DURATION seconds per scenario (10),
- * BENCH_CONNECTIONS (50), BENCH_GROWTH=1 to repeat two scenarios after seeding
- * BENCH_GROWTH_ROWS records (1,000,000).
+ * Env:
+ *   BENCH_DB            postgres | pglite | both (both)
+ *   BENCH_DURATION      seconds per scenario (10)
+ *   BENCH_CONNECTIONS   concurrent connections (50)
+ *   BENCH_BULK_CONNECTIONS  concurrent connections of the bulk scenarios, 100 records per call (5)
+ *   BENCH_WARMUP        seconds of unmeasured load after each server start (3)
+ *   BENCH_GROWTH=1      seed BENCH_GROWTH_ROWS records (1,000,000) and re-run intake.single and notes.by_email
+ *   BENCH_SCENARIOS     comma-separated subset of the service scenarios (all); the baselines always run
+ *   BENCH_PROFILE=1     run the service under `node --cpu-prof`; profiles land in bench/results/tmp/profiles
+ *   TEST_POSTGRES_URL   PostgreSQL server for the bench's own database (postgres://postgres@127.0.0.1:5432/postgres)
+ *
+ * Writes bench/results/latest.json and bench/results/latest.md.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { sql } from 'kysely';
-import { openDatabase } from '../src/db/client.ts';
-import { createPostgresDatabase } from '../test/helpers/databases.ts';
-import { freePort } from '../test/helpers/server-process.ts';
+import pg from 'pg';
+import { summarizeProfile } from './profile.ts';
+import {
+  Bodies,
+  baselineScenarios,
+  cpuPerRow,
+  ENTITY,
+  type Measured,
+  measure,
+  memoryOf,
+  preflight,
+  type Scenario,
+  type ServiceScenarioName,
+  serviceScenarios,
+  settle,
+} from './scenarios.ts';
+import { seedRecords } from './seed.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const NODE = process.execPath;
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const GROWTH = process.env.BENCH_GROWTH === '1';
-const GROWTH_ROWS = Number(process.env.BENCH_GROWTH_ROWS ?? 1_000_000);
-const DATABASES =
-  (process.env.BENCH_DB ?? 'both') === 'both' ? ['postgres', 'pglite'] : [process.env.BENCH_DB!];
-const ADMIN_TOKEN = `adm_bench_${randomBytes(12).toString('hex')}`;
+const RESULTS = path.join(ROOT, 'bench/results');
 
-interface Child {
-  process: ChildProcess;
-  url: string;
-  peakRss: number;
-  sampler: NodeJS.Timeout;
+function intSetting(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    console.error(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+    process.exit(2);
+  }
+  return value;
 }
 
-function rssOf(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-  } catch {
-    return 0;
+const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
+const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 50, 1, 1000);
+const BULK_CONNECTIONS = intSetting('BENCH_BULK_CONNECTIONS', 5, 1, 1000);
+const WARMUP = intSetting('BENCH_WARMUP', 3, 0, 60);
+const GROWTH = process.env.BENCH_GROWTH === '1';
+const GROWTH_ROWS = intSetting('BENCH_GROWTH_ROWS', 1_000_000, 1, 50_000_000);
+const PROFILE = process.env.BENCH_PROFILE === '1';
+const ALL_SCENARIOS: ServiceScenarioName[] = [
+  'intake.single',
+  'intake.idempotent',
+  's1.intake.form',
+  'intake.bulk100',
+  'records.get',
+  'notes.by_email',
+];
+const SCENARIOS = (process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(','))
+  .split(',')
+  .map((name) => name.trim())
+  .filter(Boolean) as ServiceScenarioName[];
+for (const name of SCENARIOS) {
+  if (!ALL_SCENARIOS.includes(name)) {
+    console.error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${ALL_SCENARIOS.join(', ')})`);
+    process.exit(2);
   }
 }
+const DB_SETTING = process.env.BENCH_DB ?? 'both';
+if (!['postgres', 'pglite', 'both'].includes(DB_SETTING)) {
+  console.error(`BENCH_DB must be postgres, pglite or both, got "${DB_SETTING}"`);
+  process.exit(2);
+}
+const DATABASES = (DB_SETTING === 'both' ? ['postgres', 'pglite'] : [DB_SETTING]) as (
+  | 'postgres'
+  | 'pglite'
+)[];
+const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString('hex')}`;
+const SETUP_RECORDS = 500;
 
-async function startChild(args: string[], env: Record<string, string>): Promise<Child> {
+const pct = (ratio: number) => `${Math.round(ratio * 100)}%`;
+const pct1 = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
+const met = (ok: boolean) => (ok ? 'met' : 'missed');
+const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+
+// ---------------------------------------------------------------------------------------------
+// Child processes and clean-up: every child and every temporary database or directory is
+// registered, and released on success, on error, on Ctrl-C and when the watchdog fires.
+
+const children = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+const cleanups: (() => Promise<void>)[] = [];
+
+async function cleanUpAll(): Promise<void> {
+  for (const child of children) await stopProcess(child, 10_000).catch(() => {});
+  while (cleanups.length > 0) await cleanups.pop()!().catch((error) => console.error(`clean-up: ${error}`));
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+// Last resort when the process ends anyway: no child outlives the bench, no directory stays.
+process.on('exit', () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the servers and removing the bench's databases…`);
+    void cleanUpAll().finally(() => process.exit(130));
+  });
+}
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+interface Server {
+  name: string;
+  process: ChildProcess;
+  pid: number;
+  url: string;
+  output(): string;
+}
+
+async function startServer(
+  name: string,
+  script: string[],
+  env: Record<string, string>,
+  nodeOptions: string[] = [],
+): Promise<Server> {
   const port = await freePort();
-  const child = spawn(NODE, args, {
+  const child = spawn(process.execPath, [...nodeOptions, ...script], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited early`);
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${name} exited before it was ready:\n${output}`);
+    }
     try {
-      if ((await fetch(`${url}/health`)).ok) break;
+      if ((await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) })).ok) break;
     } catch {
-      // not up yet
+      // Not listening yet.
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`${args.join(' ')} did not start`);
+      throw new Error(`${name} was not ready within 60 s:\n${output}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const handle: Child = { process: child, url, peakRss: 0, sampler: setInterval(() => {}, 1000) };
-  clearInterval(handle.sampler);
-  handle.sampler = setInterval(() => {
-    handle.peakRss = Math.max(handle.peakRss, rssOf(child.pid!));
-  }, 200);
-  return handle;
+  return { name, process: child, pid: child.pid!, url, output: () => output };
 }
 
-async function stopChild(child: Child | undefined): Promise<void> {
-  if (!child) return;
-  clearInterval(child.sampler);
-  if (child.process.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.process.once('exit', resolve));
-  child.process.kill('SIGTERM');
-  const timer = setTimeout(() => child.process.kill('SIGKILL'), 15_000);
+/** SIGTERM (graceful stop), then SIGKILL after `timeoutMs`. */
+async function stopProcess(child: ChildProcess, timeoutMs = 20_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   await exited;
   clearTimeout(timer);
+}
+
+/** A new PostgreSQL database, dropped at clean-up; `backends` lists the pids of its server processes. */
+async function createDatabase(): Promise<{ url: string; backends: () => Promise<number[]> }> {
+  const name = `leads_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  cleanups.push(async () => {
+    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
+  });
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  const monitor = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await monitor.connect();
+  // Registered after the drop, so that it ends before the drop runs.
+  cleanups.push(() => monitor.end());
+  return {
+    url: url.toString(),
+    backends: async () =>
+      (
+        await monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])
+      ).rows.map((row) => row.pid),
+  };
 }
 
 async function api(base: string, key: string, method: string, url: string, body?: unknown): Promise<any> {
@@ -91,390 +243,460 @@ async function api(base: string, key: string, method: string, url: string, body?
     method,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
   });
   const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${url}: ${response.status} ${text}`);
+  if (!response.ok) throw new Error(`${method} ${url}: ${response.status} ${text.slice(0, 500)}`);
   return text ? JSON.parse(text) : null;
 }
 
-/** A realistic entity: 10 fields of several types, an email duplicate rule. */
-const ENTITY = {
-  name: 'Lead',
-  fields: [
-    { key: 'first_name', label: 'First name', type: 'text', role: 'first_name' },
-    { key: 'last_name', label: 'Last name', type: 'text', role: 'last_name' },
-    { key: 'email', label: 'Email', type: 'text', format: 'email', required: true, role: 'email' },
-    { key: 'phone', label: 'Phone', type: 'text', format: 'phone', role: 'phone' },
-    { key: 'company', label: 'Company', type: 'text', role: 'company' },
-    { key: 'interest', label: 'Interest', type: 'select', options: ['Solar', 'Heat pump', 'Battery'] },
-    { key: 'budget', label: 'Budget', type: 'number', format: 'currency' },
-    { key: 'consent', label: 'Consent', type: 'boolean' },
-    { key: 'move_in', label: 'Move in', type: 'date' },
-    { key: 'message', label: 'Message', type: 'textarea' },
-  ],
-  duplicate_rule: { match: ['email'], action: 'update' },
-  pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Won'] }],
-};
+// ---------------------------------------------------------------------------------------------
+// One database kind: baseline and service side by side, the scenarios, the growth run.
 
-let sequence = 0;
-const runId = randomBytes(3).toString('hex');
-function leadFields(withUnknown: boolean): Record<string, unknown> {
-  const n = sequence++;
-  const fields: Record<string, unknown> = {
-    first_name: 'Ada',
-    last_name: `Bench${n}`,
-    email: `b${runId}-${n}@bench.test`,
-    phone: '+49 30 1234567',
-    company: 'Bench GmbH',
-    interest: 'Solar',
-    budget: '12500',
-    consent: 'yes',
-    move_in: '2027-03-01',
-    message: 'Please call me in the morning.',
-  };
-  if (withUnknown) Object.assign(fields, { a1: 1, a2: 2, a3: 3, a4: 4, a5: 5 });
-  return fields;
-}
-
-interface Measured {
-  scenario: string;
-  requestsPerSecond: number;
-  rowsPerSecond: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
-
-async function load(
-  scenario: string,
-  url: string,
-  request: {
-    method: 'GET' | 'POST';
-    path: string;
-    headers: Record<string, string>;
-    next: () => { path?: string; body?: string };
-  },
-  rowsPerRequest = 1,
-): Promise<Measured> {
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: DURATION,
-    requests: [
-      {
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        setupRequest: (req) => ({ ...req, ...request.next() }),
-      },
-    ],
-  });
-  const measured = {
-    scenario,
-    requestsPerSecond: Math.round(result.requests.average),
-    rowsPerSecond: Math.round(result.requests.average * rowsPerRequest),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-  };
-  console.log(
-    `  ${scenario.padEnd(28)} ${String(measured.requestsPerSecond).padStart(6)} req/s  p50 ${measured.p50} ms  p99 ${measured.p99} ms  errors ${measured.errors}  non-2xx ${measured.non2xx}`,
-  );
-  return measured;
-}
-
-const json = { 'content-type': 'application/json' };
-
-async function runScenarios(service: Child, key: string, emails: string[], ids: string[], only?: string[]) {
-  const auth = { authorization: `Bearer ${key}` };
-  const results: Measured[] = [];
-  const want = (name: string) => !only || only.includes(name);
-  let cursor = 0;
-  if (want('intake.single')) {
-    results.push(
-      await load('intake.single', service.url, {
-        method: 'POST',
-        path: '/api/v1/records',
-        headers: { ...auth, ...json },
-        next: () => ({ body: JSON.stringify({ entity: 'lead', fields: leadFields(sequence % 4 === 0) }) }),
-      }),
-    );
-  }
-  if (want('intake.idempotent')) {
-    results.push(
-      await load('intake.idempotent', service.url, {
-        method: 'POST',
-        path: '/api/v1/records',
-        headers: { ...auth, ...json },
-        next: () => ({
-          body: JSON.stringify({
-            entity: 'lead',
-            fields: leadFields(false),
-            meta: { idempotency_key: `k-${runId}-${sequence}` },
-          }),
-        }),
-      }),
-    );
-  }
-  if (want('intake.bulk100')) {
-    results.push(
-      await load(
-        'intake.bulk100',
-        service.url,
-        {
-          method: 'POST',
-          path: '/api/v1/records/bulk',
-          headers: { ...auth, ...json },
-          next: () => ({
-            body: JSON.stringify({
-              records: Array.from({ length: 100 }, () => ({ entity: 'lead', fields: leadFields(false) })),
-            }),
-          }),
-        },
-        100,
-      ),
-    );
-  }
-  if (want('s1.intake.form')) {
-    results.push(
-      await load('s1.intake.form', service.url, {
-        method: 'POST',
-        path: '/api/intake',
-        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
-        next: () => ({
-          body: new URLSearchParams({
-            entity: 'lead',
-            ...(leadFields(false) as Record<string, string>),
-          }).toString(),
-        }),
-      }),
-    );
-  }
-  if (want('records.get')) {
-    results.push(
-      await load('records.get', service.url, {
-        method: 'GET',
-        path: '/api/v1/records',
-        headers: auth,
-        next: () => ({ path: `/api/v1/records/${ids[cursor++ % ids.length]}` }),
-      }),
-    );
-  }
-  if (want('notes.by_email')) {
-    results.push(
-      await load('notes.by_email', service.url, {
-        method: 'POST',
-        path: '/api/v1/notes',
-        headers: { ...auth, ...json },
-        next: () => ({
-          body: JSON.stringify({
-            email: emails[cursor++ % emails.length]!.toUpperCase(),
-            body: 'Called back',
-          }),
-        }),
-      }),
-    );
-  }
-  return results;
-}
-
-async function seed(database: Awaited<ReturnType<typeof openDatabase>>, accountId: string, rows: number) {
-  const entity = await database.db
-    .selectFrom('entities')
-    .select('id')
-    .where('account_id', '=', accountId)
-    .where('key', '=', 'lead')
-    .executeTakeFirstOrThrow();
-  const batch = 100_000;
-  for (let start = 0; start < rows; start += batch) {
-    const end = Math.min(rows, start + batch);
-    await sql`
-      INSERT INTO records (account_id, id, entity_id, name, fields, source, origin, email_lc, dedupe_key, created_at, updated_at)
-      SELECT ${accountId}::uuid, gen_random_uuid(), ${entity.id}::uuid, 'Seed ' || n,
-        jsonb_build_object('email', 'seed' || n || '@seed.test', 'first_name', 'Seed', 'last_name', 'N' || n,
-          'company', 'Seed Co', 'interest', 'Solar', 'budget', 1000 + n % 5000, 'consent', true),
-        'seed', '{}'::jsonb, 'seed' || n || '@seed.test', 'seed' || n || '@seed.test',
-        now() - make_interval(secs => n), now() - make_interval(secs => n)
-      FROM generate_series(${start}::int, ${end - 1}::int) AS n`.execute(database.db);
-  }
-  await sql`ANALYZE records`.execute(database.db);
+interface GrowthRun {
+  rows: number;
+  seedSeconds: number;
+  baselineSingle: Measured;
+  results: Measured[];
 }
 
 interface DatabaseRun {
-  database: string;
-  results: Measured[];
+  database: 'postgres' | 'pglite';
   baseline: { single: Measured; bulk: Measured };
-  growth: Measured[] | null;
-  peakRssBytes: number;
+  service: Measured[];
+  growth: GrowthRun | null;
+  /** VmHWM of the service process(es): the peak resident memory over their whole life. */
+  servicePeakRssBytes: number;
+  /** VmRSS of the service right after the setup, before any load. */
+  serviceIdleRssBytes: number;
+  /** VmHWM of the service right after the setup: start-up's peak (PGlite's is large). */
+  serviceStartHwmBytes: number;
+  baselinePeakRssBytes: number;
+  profiles: string[];
 }
 
-async function benchDatabase(kind: string): Promise<DatabaseRun> {
-  console.log(`\n${kind}`);
-  const cleanups: (() => Promise<void>)[] = [];
-  let service: Child | undefined;
-  let baseline: Child | undefined;
-  try {
-    const serviceEnv: Record<string, string> = {
-      LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
-      LEADS_DEMO: 'false',
-      LEADS_RUN_WORKERS: 'false',
-    };
-    const baselineEnv: Record<string, string> = {};
-    if (kind === 'postgres') {
-      const database = await createPostgresDatabase();
-      cleanups.push(database.drop);
-      serviceEnv.DATABASE_URL = database.url;
-      baselineEnv.DATABASE_URL = database.url;
-    } else {
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-bench-'));
-      const baseDir = await mkdtemp(path.join(os.tmpdir(), 'leads-bench-base-'));
-      cleanups.push(
-        () => rm(dir, { recursive: true, force: true }),
-        () => rm(baseDir, { recursive: true, force: true }),
-      );
-      serviceEnv.LEADS_DATA_DIR = dir;
-      baselineEnv.LEADS_DATA_DIR = baseDir;
-    }
-    baseline = await startChild([path.join(ROOT, 'bench/baseline-server.ts')], baselineEnv);
-    const baseSingle = await load('baseline.single', baseline.url, {
-      method: 'POST',
-      path: '/records',
-      headers: json,
-      next: () => ({ body: JSON.stringify({ entity: 'lead', fields: leadFields(sequence % 4 === 0) }) }),
-    });
-    const baseBulk = await load(
-      'baseline.bulk100',
-      baseline.url,
+async function warmUp(server: Server, scenario: Scenario): Promise<void> {
+  if (WARMUP === 0) return;
+  const next = scenario.request.next;
+  const run = autocannon({
+    url: server.url,
+    connections: CONNECTIONS,
+    duration: WARMUP,
+    timeout: 30,
+    maxOverallRequests: 1_000_000,
+    requests: [
       {
-        method: 'POST',
-        path: '/records/bulk',
-        headers: json,
-        next: () => ({
-          body: JSON.stringify({
-            records: Array.from({ length: 100 }, () => ({ entity: 'lead', fields: leadFields(false) })),
-          }),
-        }),
+        method: scenario.request.method,
+        path: scenario.request.path,
+        headers: scenario.request.headers,
+        setupRequest: (request) => ({ ...request, ...next() }),
       },
-      100,
-    );
-    await stopChild(baseline);
-    baseline = undefined;
+    ],
+  });
+  const guard = setTimeout(() => (run as unknown as { stop(): void }).stop(), (WARMUP + 45) * 1000);
+  try {
+    await run;
+  } finally {
+    clearTimeout(guard);
+  }
+  await settle(server.pid);
+}
 
-    service = await startChild([path.join(ROOT, 'bin/leads.js'), 'serve'], serviceEnv);
+async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> {
+  console.log(`\n== ${kind} ==`);
+  const runId = `${kind.slice(0, 2)}${randomBytes(3).toString('hex')}`;
+  const bodies = new Bodies(runId);
+  const serviceDir = tempDir('leads-bench-service-');
+  const serviceEnv: Record<string, string> = {
+    LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
+    LEADS_DEMO: 'false',
+    LEADS_RUN_WORKERS: 'false',
+    // On PostgreSQL only the documents directory lives here; the bench sends no documents.
+    LEADS_DATA_DIR: serviceDir,
+  };
+  const baselineEnv: Record<string, string> = {};
+  let databasePids: (() => Promise<number[]>) | undefined;
+  if (kind === 'postgres') {
+    const database = await createDatabase();
+    serviceEnv.DATABASE_URL = database.url;
+    baselineEnv.DATABASE_URL = database.url;
+    databasePids = database.backends;
+  } else {
+    serviceEnv.DATABASE_URL = '';
+    baselineEnv.DATABASE_URL = '';
+    baselineEnv.LEADS_DATA_DIR = tempDir('leads-bench-baseline-');
+  }
+  const profileDir = path.join(RESULTS, 'tmp/profiles');
+  const profiles: string[] = [];
+  const serviceNodeOptions = (phase: string) => {
+    if (!PROFILE) return [];
+    mkdirSync(profileDir, { recursive: true });
+    const name = `service-${kind}-${phase}-${Date.now()}.cpuprofile`;
+    profiles.push(path.join(profileDir, name));
+    return ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`];
+  };
+  const startService = (phase: string) =>
+    startServer(`service (${kind})`, ['bin/leads.js', 'serve'], serviceEnv, serviceNodeOptions(phase));
+
+  let baseline: Server | undefined;
+  let service: Server | undefined;
+  let servicePeak = 0;
+  const run = async (server: Server, scenario: Scenario): Promise<Measured> => {
+    await settle(server.pid);
+    await preflight(server.url, scenario);
+    return measure(server.url, scenario, {
+      duration: DURATION,
+      connections: CONNECTIONS,
+      pid: server.pid,
+      databasePids,
+    });
+  };
+  try {
+    baseline = await startServer(`baseline (${kind})`, ['bench/baseline-server.ts'], baselineEnv);
+    service = await startService('empty');
+
+    // Setup through the public API, as an integration would.
     const account = await api(service.url, ADMIN_TOKEN, 'POST', '/admin/v1/accounts', {
       name: 'Bench',
+      modules: ['crm'],
       rate_limit_per_minute: 1_000_000,
     });
-    const key: string = account.api_key.key;
-    await api(service.url, key, 'PUT', '/api/v1/settings/entities/lead', ENTITY);
-    const setup = await api(service.url, key, 'POST', '/api/v1/records/bulk', {
-      records: Array.from({ length: 100 }, () => ({ entity: 'lead', fields: leadFields(false) })),
-    });
-    const ids: string[] = setup.results.map((r: { id: string }) => r.id);
-    const emails = (
-      await Promise.all(ids.slice(0, 100).map((id) => api(service!.url, key, 'GET', `/api/v1/records/${id}`)))
-    ).map((r) => r.fields.email as string);
-    const results = await runScenarios(service, key, emails, ids);
-    let peakRssBytes = service.peakRss;
-
-    let growth: Measured[] | null = null;
-    if (GROWTH) {
-      await stopChild(service);
-      service = undefined;
-      console.log(`  seeding ${GROWTH_ROWS} records…`);
-      const database = await openDatabase({
-        databaseUrl: serviceEnv.DATABASE_URL,
-        dataDir: serviceEnv.LEADS_DATA_DIR ?? '',
-        poolSize: 2,
-      });
-      try {
-        await seed(database, account.id, GROWTH_ROWS);
-      } finally {
-        await database.close();
-      }
-      service = await startChild([path.join(ROOT, 'bin/leads.js'), 'serve'], serviceEnv);
-      growth = await runScenarios(service, key, emails, ids, ['intake.single', 'notes.by_email']);
-      peakRssBytes = Math.max(peakRssBytes, service.peakRss);
+    const apiKey: string = account.api_key.key;
+    await api(service.url, apiKey, 'PUT', '/api/v1/settings/entities/lead', ENTITY);
+    const ids: string[] = [];
+    const emails: string[] = [];
+    for (let made = 0; made < SETUP_RECORDS; made += 100) {
+      const records = Array.from({ length: 100 }, () => ({ entity: 'lead', fields: bodies.fields(false) }));
+      const answer = await api(service.url, apiKey, 'POST', '/api/v1/records/bulk', { records });
+      if (answer.accepted !== 100) throw new Error(`setup: bulk accepted ${answer.accepted} of 100`);
+      ids.push(...answer.results.map((result: { id: string }) => result.id));
+      emails.push(...records.map((record) => record.fields.email as string));
     }
+    const { rss: serviceIdle, hwm: serviceStartHwm } = memoryOf(service.pid);
+    console.log(
+      `  setup: account ${account.id}, entity lead, ${ids.length} records; service RSS ${mb(serviceIdle)} MB before load (peak so far ${mb(serviceStartHwm)} MB)`,
+    );
+
+    const base = baselineScenarios(bodies, BULK_CONNECTIONS);
+    const scenarios = serviceScenarios(bodies, { apiKey, ids, emails, bulkConnections: BULK_CONNECTIONS });
+    await warmUp(baseline, base.single);
+    await warmUp(service, scenarios['intake.single']);
+
+    // Each service scenario right after its baseline, so that both see the same machine load.
+    const baseSingle = await run(baseline, base.single);
+    const results: Measured[] = [];
+    for (const name of ['intake.single', 'intake.idempotent', 's1.intake.form'] as const) {
+      if (SCENARIOS.includes(name)) results.push(await run(service, scenarios[name]));
+    }
+    const baseBulk = await run(baseline, base.bulk);
+    for (const name of ['intake.bulk100', 'records.get', 'notes.by_email'] as const) {
+      if (SCENARIOS.includes(name)) results.push(await run(service, scenarios[name]));
+    }
+    servicePeak = memoryOf(service.pid).hwm;
+
+    let growth: GrowthRun | null = null;
+    if (GROWTH) {
+      // The embedded database admits one process: the service stops while the seed writes.
+      // It restarts on PostgreSQL too, so that both runs compare a fresh, warmed-up process.
+      await stopProcess(service.process);
+      service = undefined;
+      console.log(`  seeding ${GROWTH_ROWS.toLocaleString('en')} records…`);
+      const seeded = await seedRecords(
+        {
+          databaseUrl: serviceEnv.DATABASE_URL || undefined,
+          dataDir: serviceDir,
+          accountId: account.id,
+          entityKey: 'lead',
+          rows: GROWTH_ROWS,
+          tag: runId,
+        },
+        (line) => console.log(line),
+      );
+      console.log(`  seeded in ${seeded.seconds} s`);
+      service = await startService('grown');
+      await warmUp(service, scenarios['intake.single']);
+      const baselineAgain = await run(baseline, { ...base.single, name: 'baseline.single' });
+      const grown: Measured[] = [];
+      for (const name of ['intake.single', 'notes.by_email'] as const) {
+        if (SCENARIOS.includes(name)) grown.push(await run(service, scenarios[name]));
+      }
+      servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+      growth = {
+        rows: GROWTH_ROWS,
+        seedSeconds: seeded.seconds,
+        baselineSingle: baselineAgain,
+        results: grown,
+      };
+    }
+    const baselinePeak = memoryOf(baseline.pid).hwm;
     return {
       database: kind,
-      results,
       baseline: { single: baseSingle, bulk: baseBulk },
+      service: results,
       growth,
-      peakRssBytes,
+      servicePeakRssBytes: servicePeak,
+      serviceIdleRssBytes: serviceIdle,
+      serviceStartHwmBytes: serviceStartHwm,
+      baselinePeakRssBytes: baselinePeak,
+      profiles,
     };
+  } catch (error) {
+    if (service) console.error(`service output (tail):\n${service.output().slice(-3_000)}`);
+    if (baseline) console.error(`baseline output (tail):\n${baseline.output().slice(-3_000)}`);
+    throw error;
   } finally {
-    await stopChild(service);
-    await stopChild(baseline);
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    if (service) await stopProcess(service.process);
+    if (baseline) await stopProcess(baseline.process);
+    await cleanUpAll();
   }
 }
 
-function verdict(ok: boolean): string {
-  return ok ? 'met' : 'missed';
+// ---------------------------------------------------------------------------------------------
+// Report.
+
+interface TargetResult {
+  database: string;
+  target: string;
+  value: string;
+  verdict: string;
 }
 
-function report(runs: DatabaseRun[]): string {
+function targetsOf(run: DatabaseRun): TargetResult[] {
+  const targets: TargetResult[] = [];
+  const { database } = run;
+  const single = run.service.find((m) => m.scenario === 'intake.single');
+  const bulk = run.service.find((m) => m.scenario === 'intake.bulk100');
+  if (single) {
+    const rate = single.requestsPerSecond / run.baseline.single.requestsPerSecond;
+    targets.push({
+      database,
+      target: "single-record intake ≥ 70% of the baseline's req/s",
+      value: pct1(rate),
+      verdict: met(rate >= 0.7),
+    });
+    const p99 = single.p99 / run.baseline.single.p99;
+    targets.push({
+      database,
+      target: "single-record intake p99 ≤ 1.5× the baseline's",
+      value: `${Math.round(p99 * 10) / 10}× (${single.p99} vs ${run.baseline.single.p99} ms)`,
+      verdict: met(p99 <= 1.5),
+    });
+  }
+  if (bulk) {
+    const rows = bulk.rowsPerSecond / run.baseline.bulk.rowsPerSecond;
+    targets.push({
+      database,
+      target: "bulk ≥ 75% of the baseline's multi-row rows/s",
+      value: pct1(rows),
+      verdict: met(rows >= 0.75),
+    });
+  }
+  if (run.growth) {
+    const full = run.growth.rows >= 1_000_000;
+    for (const grown of run.growth.results) {
+      const empty = run.service.find((m) => m.scenario === grown.scenario);
+      if (!empty) continue;
+      const ratio = grown.requestsPerSecond / empty.requestsPerSecond;
+      const ok = ratio >= 0.9;
+      targets.push({
+        database,
+        target: `${grown.scenario} with 1,000,000 records within 10% of the empty run`,
+        value: `${pct1(ratio)} of the empty run's req/s at ${run.growth.rows.toLocaleString('en')} records`,
+        verdict: full
+          ? met(ok)
+          : `${met(ok)} (indicative: ${run.growth.rows.toLocaleString('en')} records, not 1,000,000)`,
+      });
+    }
+  }
+  if (database === 'postgres') {
+    const peak = mb(run.servicePeakRssBytes);
+    targets.push({
+      database,
+      target: 'peak server RSS < 200 MB',
+      value: `${peak} MB`,
+      verdict: met(peak < 200),
+    });
+  }
+  return targets;
+}
+
+/** Total CPU (server and database) per row of `m` over that of `base`. */
+function cpuRatio(m: Measured, base: Measured): number {
+  const perRow = (x: Measured) =>
+    (x.serverCpuMs + (x.databaseCpuMs ?? 0)) / Math.max(1, x.rowsPerSecond * x.seconds);
+  return Math.round((perRow(m) / perRow(base)) * 10) / 10;
+}
+
+function machine() {
+  let nproc = os.availableParallelism();
+  try {
+    nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
+  } catch {
+    // nproc not available: the parallelism Node sees.
+  }
+  return {
+    nproc,
+    cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    platform: `${os.type()} ${os.release()}`,
+  };
+}
+
+function report(
+  runs: DatabaseRun[],
+  about: ReturnType<typeof machine>,
+  started: Date,
+  loadBefore: number[],
+  loadAfter: number[],
+): string {
+  const load = (values: number[]) => values.map((v) => v.toFixed(1)).join(' ');
   const lines = [
-    `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString()}; ${DURATION} s per scenario, ${CONNECTIONS} connections; server, database and load generator share the machine.`,
+    `Machine: ${about.nproc} CPUs (nproc; ${about.cpu}), ${about.memoryGiB} GiB memory, Node ${about.node}, ${about.platform}. ` +
+      `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${DURATION} s per scenario after ${WARMUP} s warm-up, ${CONNECTIONS} connections (bulk: ${BULK_CONNECTIONS} connections of 100 records). ` +
+      `Load average (1/5/15 min) ${load(loadBefore)} before and ${load(loadAfter)} after. ` +
+      'Server, database and load generator share the machine; on a machine loaded by other work the numbers are indicative only.',
     '',
-    '| database | scenario | req/s | rows/s | p50 ms | p99 ms | errors + non-2xx | vs baseline |',
-    '|---|---|---|---|---|---|---|---|',
+    '| database | scenario | conns | req/s | rows/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | CPU ms/row | compared with | targets |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
   ];
-  const targets: string[] = [];
+  const allTargets: TargetResult[] = [];
   for (const run of runs) {
-    const base = run.baseline;
-    for (const m of [
-      base.single,
-      base.bulk,
-      ...run.results,
-      ...(run.growth ?? []).map((g) => ({ ...g, scenario: `${g.scenario} (grown)` })),
-    ]) {
-      let ratio = '';
-      if (m.scenario.startsWith('intake.bulk'))
-        ratio = `${Math.round((m.rowsPerSecond / base.bulk.rowsPerSecond) * 100)}% rows/s`;
-      else if (!m.scenario.startsWith('baseline'))
-        ratio = `${Math.round((m.requestsPerSecond / base.single.requestsPerSecond) * 100)}%`;
+    const targets = targetsOf(run);
+    allTargets.push(...targets);
+    const verdicts = (match: (t: TargetResult) => boolean) =>
+      targets
+        .filter(match)
+        .map((t) => `${t.target.replace(/^single-record intake |^bulk /, '')}: **${t.verdict}** (${t.value})`)
+        .join('; ');
+    const row = (m: Measured, compared: string, targetText: string) =>
       lines.push(
-        `| ${run.database} | ${m.scenario} | ${m.requestsPerSecond} | ${m.rowsPerSecond} | ${m.p50} | ${m.p99} | ${m.errors + m.non2xx} | ${ratio} |`,
+        `| ${run.database} | ${m.scenario} | ${m.connections} | ${m.requestsPerSecond} | ${m.rowsPerSecond} | ${m.p50} | ${m.p99} | ${m.errors} | ${m.non2xx} | ${mb(m.peakRssBytes)} | ${cpuPerRow(m)} | ${compared} | ${targetText} |`,
       );
+    const base = run.baseline;
+    row(base.single, '', '');
+    row(base.bulk, '', '');
+    for (const m of run.service) {
+      let compared = `${pct(m.requestsPerSecond / base.single.requestsPerSecond)} of baseline.single req/s`;
+      let targetText = '';
+      if (m.scenario === 'intake.bulk100') {
+        compared = `${pct(m.rowsPerSecond / base.bulk.rowsPerSecond)} of baseline.bulk100 rows/s, CPU/row ${cpuRatio(m, base.bulk)}× the baseline's`;
+        targetText = verdicts((t) => t.target.startsWith('bulk'));
+      } else if (m.scenario === 'intake.single') {
+        compared += `, p99 ${Math.round((m.p99 / base.single.p99) * 10) / 10}×, CPU/row ${cpuRatio(m, base.single)}× the baseline's`;
+        targetText = verdicts((t) => t.target.startsWith('single-record'));
+      }
+      row(m, compared, targetText);
     }
-    const single = run.results.find((r) => r.scenario === 'intake.single');
-    const bulk = run.results.find((r) => r.scenario === 'intake.bulk100');
-    if (single) {
-      targets.push(
-        `- ${run.database}: single-record intake ≥ 70% of the baseline's req/s: ${verdict(single.requestsPerSecond >= 0.7 * base.single.requestsPerSecond)} (${Math.round((single.requestsPerSecond / base.single.requestsPerSecond) * 100)}%); p99 ≤ 1.5× the baseline's: ${verdict(single.p99 <= 1.5 * base.single.p99)} (${single.p99} vs ${base.single.p99} ms)`,
-      );
-    }
-    if (bulk) {
-      targets.push(
-        `- ${run.database}: bulk ≥ 75% of the baseline's multi-row rate: ${verdict(bulk.rowsPerSecond >= 0.75 * base.bulk.rowsPerSecond)} (${Math.round((bulk.rowsPerSecond / base.bulk.rowsPerSecond) * 100)}%)`,
-      );
-    }
-    if (run.growth && single) {
-      const grown = run.growth.find((g) => g.scenario === 'intake.single');
-      if (grown) {
-        targets.push(
-          `- ${run.database}: after ${GROWTH_ROWS} records, single-record intake within 10% of the empty run: ${verdict(grown.requestsPerSecond >= 0.9 * single.requestsPerSecond)}`,
+    if (run.growth) {
+      const growth = run.growth;
+      const drift = growth.baselineSingle.requestsPerSecond / base.single.requestsPerSecond;
+      const label = (m: Measured) => ({
+        ...m,
+        scenario: `${m.scenario} @ ${growth.rows.toLocaleString('en')} records`,
+      });
+      row(label(growth.baselineSingle), `${pct(drift)} of the first baseline.single (machine drift)`, '');
+      for (const m of growth.results) {
+        const empty = run.service.find((e) => e.scenario === m.scenario);
+        if (!empty) continue;
+        const ratio = m.requestsPerSecond / empty.requestsPerSecond;
+        row(
+          label(m),
+          `${pct(ratio)} of the empty run (${pct(ratio / drift)} corrected for drift), p99 ${Math.round((m.p99 / empty.p99) * 10) / 10}×`,
+          verdicts((t) => t.target.startsWith(m.scenario)),
         );
       }
     }
-    const mb = Math.round(run.peakRssBytes / 2 ** 20);
-    targets.push(
-      `- ${run.database}: peak server RSS ${mb} MB${run.database === 'postgres' ? ` (target < 200 MB: ${verdict(mb < 200)})` : ''}`,
+  }
+  lines.push('', '| database | target | value | verdict |', '|---|---|---|---|');
+  for (const t of allTargets) lines.push(`| ${t.database} | ${t.target} | ${t.value} | **${t.verdict}** |`);
+  lines.push(
+    '',
+    "Peak server RSS is the service process's VmHWM over its life: " +
+      runs
+        .map(
+          (run) =>
+            `${run.database} ${mb(run.servicePeakRssBytes)} MB (after start-up and setup, before any load: ${mb(run.serviceIdleRssBytes)} MB resident, ${mb(run.serviceStartHwmBytes)} MB peak; baseline's peak ${mb(run.baselinePeakRssBytes)} MB)`,
+        )
+        .join(', ') +
+      '. The per-scenario column is the highest VmRSS sampled every 250 ms during that scenario.',
+    '',
+    'CPU ms/row: CPU time (from /proc) the server process used per row written or read, plus on PostgreSQL ' +
+      "that of the database's backend processes (background writers not counted). It depends far less on " +
+      'what else runs on the machine than req/s does.',
+  );
+  if (runs.some((r) => r.growth)) {
+    const growth = runs.find((r) => r.growth)!.growth!;
+    lines.push(
+      '',
+      `Growth: ${growth.rows.toLocaleString('en')} records seeded straight into the table (${runs
+        .filter((r) => r.growth)
+        .map((r) => `${r.database} ${r.growth!.seedSeconds} s`)
+        .join(
+          ', ',
+        )}), then the service restarted and warmed up; "machine drift" is the baseline measured again at that point.`,
     );
   }
-  return [...lines, '', 'Targets:', ...targets, ''].join('\n');
+  return `${lines.join('\n')}\n`;
 }
 
-const runs: DatabaseRun[] = [];
-for (const kind of DATABASES) runs.push(await benchDatabase(kind));
-const markdown = report(runs);
-await writeFile(
-  path.join(ROOT, 'bench/results/latest.json'),
-  `${JSON.stringify({ date: new Date().toISOString(), duration: DURATION, connections: CONNECTIONS, runs }, null, 2)}\n`,
+// ---------------------------------------------------------------------------------------------
+
+const started = new Date();
+const loadBefore = os.loadavg();
+const perScenario = DURATION + WARMUP + 45;
+const budgetSeconds =
+  DATABASES.length * (12 * perScenario + 300 + (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0));
+const watchdog = setTimeout(() => {
+  console.error(`\nThe bench ran longer than ${Math.round(budgetSeconds)} s: stopping everything.`);
+  void cleanUpAll().finally(() => process.exit(1));
+}, budgetSeconds * 1000);
+watchdog.unref();
+
+console.log(
+  `bench: ${DATABASES.join(' and ')}, ${DURATION} s per scenario, ${CONNECTIONS} connections, warm-up ${WARMUP} s` +
+    (GROWTH ? `, growth to ${GROWTH_ROWS.toLocaleString('en')} records` : '') +
+    `; load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}`,
 );
-await writeFile(path.join(ROOT, 'bench/results/latest.md'), markdown);
+const runs: DatabaseRun[] = [];
+try {
+  for (const kind of DATABASES) runs.push(await benchDatabase(kind));
+} catch (error) {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  await cleanUpAll();
+  process.exit(1);
+}
+clearTimeout(watchdog);
+
+const about = machine();
+const loadAfter = os.loadavg();
+const markdown = report(runs, about, started, loadBefore, loadAfter);
+mkdirSync(RESULTS, { recursive: true });
+writeFileSync(
+  path.join(RESULTS, 'latest.json'),
+  `${JSON.stringify(
+    {
+      date: started.toISOString(),
+      machine: { ...about, loadBefore, loadAfter },
+      settings: {
+        duration: DURATION,
+        connections: CONNECTIONS,
+        bulkConnections: BULK_CONNECTIONS,
+        warmup: WARMUP,
+        growth: GROWTH ? GROWTH_ROWS : null,
+        setupRecords: SETUP_RECORDS,
+      },
+      runs: runs.map((run) => ({ ...run, targets: targetsOf(run) })),
+    },
+    null,
+    2,
+  )}\n`,
+);
+writeFileSync(path.join(RESULTS, 'latest.md'), markdown);
 console.log(`\n${markdown}`);
+for (const run of runs) {
+  for (const file of run.profiles) {
+    console.log(`\nCPU profile ${path.relative(ROOT, file)}:`);
+    console.log(summarizeProfile(file, 25));
+  }
+}

@@ -1,0 +1,465 @@
+/**
+ * What `npm run bench` sends: the entity it sets up, the request bodies, the scenarios against the
+ * service and the baseline, and the one function that drives autocannon. Every load run is
+ * bounded in time (the scenario's duration, with a hard stop shortly after) and in count.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+
+/** A realistic entity: 10 fields of the main types, an email duplicate rule, one pipeline. */
+export const ENTITY = {
+  name: 'Lead',
+  fields: [
+    { key: 'first_name', label: 'First name', type: 'text', role: 'first_name' },
+    { key: 'last_name', label: 'Last name', type: 'text', role: 'last_name' },
+    { key: 'email', label: 'Email', type: 'text', format: 'email', required: true, role: 'email' },
+    { key: 'phone', label: 'Phone', type: 'text', format: 'phone', role: 'phone' },
+    { key: 'company', label: 'Company', type: 'text', role: 'company' },
+    { key: 'interest', label: 'Interest', type: 'select', options: ['Solar', 'Heat pump', 'Battery'] },
+    { key: 'budget', label: 'Budget', type: 'number', format: 'currency' },
+    { key: 'consent', label: 'Consent', type: 'boolean' },
+    { key: 'move_in', label: 'Move in', type: 'date' },
+    { key: 'message', label: 'Message', type: 'textarea' },
+  ],
+  duplicate_rule: { match: ['email'], action: 'update' },
+  pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Won'] }],
+};
+
+export const INTERESTS = ['Solar', 'Heat pump', 'Battery'];
+const FIRST_NAMES = ['Ada', 'Bo', 'Cyra', 'Dan', 'Eva', 'Finn', 'Greta', 'Hugo'];
+
+/** Unique lead bodies: every email is new, so that every single-record intake creates a record. */
+export class Bodies {
+  private sequence = 0;
+  private readonly runId: string;
+  constructor(runId: string) {
+    this.runId = runId;
+  }
+
+  /** The next lead's fields, typed as a JSON client sends them; with `unknown`, 5 unknown keys too. */
+  fields(unknown = false): Record<string, unknown> {
+    const n = this.sequence++;
+    const fields: Record<string, unknown> = {
+      first_name: FIRST_NAMES[n % FIRST_NAMES.length],
+      last_name: `Bench${n}`,
+      email: `Lead.${this.runId}.${n}@Bench.example`,
+      phone: `+49 30 ${String(1_000_000 + (n % 9_000_000))}`,
+      company: n % 3 === 0 ? '' : `Company ${n % 500} GmbH`,
+      interest: INTERESTS[n % INTERESTS.length],
+      budget: 5_000 + (n % 40) * 500,
+      consent: n % 2 === 0,
+      move_in: `2027-${String(1 + (n % 12)).padStart(2, '0')}-${String(1 + (n % 28)).padStart(2, '0')}`,
+      message: 'Please call me in the morning about an offer for our house.',
+    };
+    if (unknown) Object.assign(fields, { utm_id: 'x1', landing: '/solar', ab: 'B', ref_code: 'R7', gad: 1 });
+    return fields;
+  }
+
+  /** A single-record body; every fourth one carries 5 unknown keys (5 `unmapped` warnings). */
+  record(idempotent = false): string {
+    const unknown = this.sequence % 4 === 0;
+    const body: Record<string, unknown> = { entity: 'lead', fields: this.fields(unknown) };
+    if (idempotent) body.meta = { idempotency_key: `bench-${this.runId}-${this.sequence}` };
+    return JSON.stringify(body);
+  }
+
+  bulk(size = 100): string {
+    return JSON.stringify({
+      records: Array.from({ length: size }, () => ({ entity: 'lead', fields: this.fields(false) })),
+    });
+  }
+
+  /** An S1 form post: field labels as a web form names them, every value a string. */
+  s1Form(): string {
+    const f = this.fields(false);
+    return new URLSearchParams({
+      entity: 'lead',
+      'First Name': String(f.first_name),
+      'Last Name': String(f.last_name),
+      'E-Mail': String(f.email),
+      Phone: String(f.phone),
+      Company: String(f.company),
+      Interest: String(f.interest).toLowerCase(),
+      Budget: String(f.budget),
+      Consent: f.consent ? 'yes' : 'no',
+      'Move in': String(f.move_in),
+      Message: String(f.message),
+    }).toString();
+  }
+}
+
+export interface LoadRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  /** The next request's path and body; called once per request. */
+  next(): { path?: string; body?: string };
+}
+
+export interface Scenario {
+  name: string;
+  request: LoadRequest;
+  /** How the rows of one answer are counted: 1 each, or the bulk answer's `accepted`. */
+  rows: 'one' | 'accepted';
+  /** Status codes a correct answer has; the preflight request must get one of them. */
+  expect: number[];
+  /** Connections for this scenario, when not the bench's BENCH_CONNECTIONS (bulk: BENCH_BULK_CONNECTIONS). */
+  connections?: number;
+  /** Extra check of the preflight answer (`sent` is the request body); returns what is wrong. */
+  check?(body: any, sent: string | undefined): string | undefined;
+}
+
+export interface Measured {
+  scenario: string;
+  connections: number;
+  requestsPerSecond: number;
+  rowsPerSecond: number;
+  p50: number;
+  p99: number;
+  /** Connection errors, timeouts included (autocannon's `errors`). */
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  requests: number;
+  seconds: number;
+  /** Highest resident set of the server process sampled during this scenario. */
+  peakRssBytes: number;
+  /** CPU time the server process used during the scenario, in ms. */
+  serverCpuMs: number;
+  /** CPU time the PostgreSQL backends of the bench's database used during the scenario, in ms (null on PGlite). */
+  databaseCpuMs: number | null;
+}
+
+export interface LoadOptions {
+  duration: number;
+  connections: number;
+  /** Server process whose memory is sampled while the load runs. */
+  pid: number;
+  /** PostgreSQL backends serving the bench's database, whose CPU time is counted too. */
+  databasePids?: () => Promise<number[]>;
+}
+
+/** Resident memory of a process from /proc: the current (VmRSS) and the high-water mark (VmHWM). */
+export function memoryOf(pid: number): { rss: number; hwm: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
+}
+
+let clockTicksPerSecond = 100;
+try {
+  clockTicksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {
+  // getconf missing: Linux's usual 100.
+}
+
+function cpuMsOf(pids: number[]): Map<number, number> {
+  return new Map(pids.map((pid) => [pid, (cpuTicksOf(pid) * 1000) / clockTicksPerSecond]));
+}
+
+/** CPU time (user + system, in clock ticks) a process has used so far. */
+export function cpuTicksOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Waits until the server has finished the work of the previous scenario: requests that
+ * autocannon abandoned at its end keep running on the server (a bulk call takes seconds), and
+ * would otherwise be measured as part of the next scenario. Idle means under 5% of a core over
+ * half a second; gives up after `maxMs`.
+ */
+export async function settle(pid: number, maxMs = 30_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let before = cpuTicksOf(pid);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = cpuTicksOf(pid);
+    // Clock ticks are 1/100 s: 5% of a core over 0.5 s is 2.5 ticks.
+    if (now - before <= 2) return;
+    before = now;
+  }
+}
+
+/** Sends one request of the scenario and checks the answer, so that a broken scenario fails loudly. */
+export async function preflight(url: string, scenario: Scenario): Promise<void> {
+  const { path, body } = scenario.request.next();
+  const response = await fetch(url + (path ?? scenario.request.path), {
+    method: scenario.request.method,
+    headers: scenario.request.headers,
+    body,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await response.text();
+  let problem = scenario.expect.includes(response.status)
+    ? undefined
+    : `status ${response.status}, expected ${scenario.expect.join(' or ')}`;
+  if (!problem && scenario.check) problem = scenario.check(text ? JSON.parse(text) : null, body);
+  if (problem) throw new Error(`${scenario.name}: preflight failed: ${problem}: ${text.slice(0, 500)}`);
+}
+
+/** Drives one scenario for `duration` seconds with `connections` connections. */
+export async function measure(url: string, scenario: Scenario, options: LoadOptions): Promise<Measured> {
+  let rows = 0;
+  let peakRss = memoryOf(options.pid).rss;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, memoryOf(options.pid).rss);
+  }, 250);
+  const countAccepted = scenario.rows === 'accepted';
+  const serverCpuBefore = cpuTicksOf(options.pid);
+  const databaseBefore = options.databasePids ? cpuMsOf(await options.databasePids()) : null;
+  const instance = autocannon({
+    url,
+    connections: scenario.connections ?? options.connections,
+    duration: options.duration,
+    // A bulk call can take several seconds under 50 connections: give it time, not an error.
+    timeout: 30,
+    // Bounded in count as well as in time.
+    maxOverallRequests: 5_000_000,
+    requests: [
+      {
+        method: scenario.request.method,
+        path: scenario.request.path,
+        headers: scenario.request.headers,
+        setupRequest: (request) => ({ ...request, ...scenario.request.next() }),
+        ...(countAccepted
+          ? {
+              onResponse: (status: number, body: string) => {
+                if (status < 300) rows += Number(/"accepted":(\d+)/.exec(body)?.[1] ?? 0);
+              },
+            }
+          : {}),
+      },
+    ],
+  });
+  // Hard stop, should autocannon not end by itself.
+  const guard = setTimeout(
+    () => (instance as unknown as { stop(): void }).stop(),
+    (options.duration + 45) * 1000,
+  );
+  let result: autocannon.Result;
+  try {
+    result = await instance;
+  } finally {
+    clearTimeout(guard);
+    clearInterval(sampler);
+  }
+  peakRss = Math.max(peakRss, memoryOf(options.pid).rss);
+  const serverCpuMs = ((cpuTicksOf(options.pid) - serverCpuBefore) * 1000) / clockTicksPerSecond;
+  let databaseCpuMs: number | null = null;
+  if (databaseBefore && options.databasePids) {
+    // Backends that the pools opened during the run started from nothing.
+    const after = cpuMsOf(await options.databasePids());
+    databaseCpuMs = 0;
+    for (const [pid, ms] of after) databaseCpuMs += ms - (databaseBefore.get(pid) ?? 0);
+  }
+  const seconds = result.duration;
+  const statusCodes: Record<string, number> = {};
+  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) {
+    statusCodes[code] = Number((stat as { count: number | string }).count);
+  }
+  const connections = scenario.connections ?? options.connections;
+  const ok = Object.entries(statusCodes)
+    .filter(([code]) => code.startsWith('2'))
+    .reduce((sum, [, count]) => sum + count, 0);
+  const measured: Measured = {
+    scenario: scenario.name,
+    connections,
+    requestsPerSecond: Math.round(result.requests.average),
+    rowsPerSecond: Math.round(countAccepted ? rows / seconds : ok / seconds),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    statusCodes,
+    requests: result.requests.total,
+    seconds: Math.round(seconds * 10) / 10,
+    peakRssBytes: peakRss,
+    serverCpuMs: Math.round(serverCpuMs),
+    databaseCpuMs: databaseCpuMs === null ? null : Math.round(databaseCpuMs),
+  };
+  const mb = Math.round(peakRss / 2 ** 20);
+  const perRow = cpuPerRow(measured);
+  console.log(
+    `  ${scenario.name.padEnd(26)} ${String(measured.requestsPerSecond).padStart(6)} req/s ${String(measured.rowsPerSecond).padStart(7)} rows/s  p50 ${measured.p50} ms  p99 ${measured.p99} ms  errors ${measured.errors}  non-2xx ${measured.non2xx}  rss ${mb} MB  cpu/row ${perRow}`,
+  );
+  return measured;
+}
+
+/** CPU ms per row written or read: the server's, plus the database backends' on PostgreSQL. */
+export function cpuPerRow(m: Measured): string {
+  const rows = m.rowsPerSecond * m.seconds;
+  if (rows <= 0) return '–';
+  const format = (ms: number) => (ms / rows).toFixed(ms / rows < 0.1 ? 3 : 2);
+  return m.databaseCpuMs === null
+    ? format(m.serverCpuMs)
+    : `${format(m.serverCpuMs)} + ${format(m.databaseCpuMs)}`;
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+/** Checks an intake answer: a record was created. */
+function createdRecord(body: any): string | undefined {
+  if (typeof body?.id !== 'string' || body.created !== true) return 'no record created';
+  return undefined;
+}
+
+export function baselineScenarios(
+  bodies: Bodies,
+  bulkConnections: number,
+): { single: Scenario; bulk: Scenario } {
+  return {
+    single: {
+      name: 'baseline.single',
+      request: {
+        method: 'POST',
+        path: '/records',
+        headers: JSON_TYPE,
+        next: () => ({ body: bodies.record() }),
+      },
+      rows: 'one',
+      expect: [201],
+      check: createdRecord,
+    },
+    bulk: {
+      name: 'baseline.bulk100',
+      request: {
+        method: 'POST',
+        path: '/records/bulk',
+        headers: JSON_TYPE,
+        next: () => ({ body: bodies.bulk() }),
+      },
+      rows: 'accepted',
+      connections: bulkConnections,
+      expect: [200],
+      check: (body) => (body?.accepted === 100 ? undefined : 'not all 100 accepted'),
+    },
+  };
+}
+
+export interface ServiceFixtures {
+  apiKey: string;
+  bulkConnections: number;
+  /** Records made during setup, for reads and notes. */
+  ids: string[];
+  emails: string[];
+}
+
+export type ServiceScenarioName =
+  | 'intake.single'
+  | 'intake.idempotent'
+  | 'intake.bulk100'
+  | 's1.intake.form'
+  | 'records.get'
+  | 'notes.by_email';
+
+export function serviceScenarios(
+  bodies: Bodies,
+  fixtures: ServiceFixtures,
+): Record<ServiceScenarioName, Scenario> {
+  const auth = { authorization: `Bearer ${fixtures.apiKey}` };
+  let readCursor = 0;
+  let noteCursor = 0;
+  return {
+    'intake.single': {
+      name: 'intake.single',
+      request: {
+        method: 'POST',
+        path: '/api/v1/records',
+        headers: { ...auth, ...JSON_TYPE },
+        next: () => ({ body: bodies.record() }),
+      },
+      rows: 'one',
+      expect: [201],
+      check: (body, sent) => {
+        const expected = sent?.includes('"utm_id"') ? 5 : 0;
+        return (
+          createdRecord(body) ??
+          (body.warnings.filter((w: { reason: string }) => w.reason === 'unmapped').length === expected
+            ? undefined
+            : `expected ${expected} unmapped warnings`)
+        );
+      },
+    },
+    'intake.idempotent': {
+      name: 'intake.idempotent',
+      request: {
+        method: 'POST',
+        path: '/api/v1/records',
+        headers: { ...auth, ...JSON_TYPE },
+        next: () => ({ body: bodies.record(true) }),
+      },
+      rows: 'one',
+      expect: [201],
+      check: createdRecord,
+    },
+    'intake.bulk100': {
+      name: 'intake.bulk100',
+      request: {
+        method: 'POST',
+        path: '/api/v1/records/bulk',
+        headers: { ...auth, ...JSON_TYPE },
+        next: () => ({ body: bodies.bulk() }),
+      },
+      rows: 'accepted',
+      connections: fixtures.bulkConnections,
+      expect: [200],
+      check: (body) => (body?.accepted === 100 ? undefined : 'not all 100 accepted'),
+    },
+    's1.intake.form': {
+      name: 's1.intake.form',
+      request: {
+        method: 'POST',
+        path: '/api/intake',
+        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+        next: () => ({ body: bodies.s1Form() }),
+      },
+      rows: 'one',
+      expect: [200],
+      check: (body) => (body?.status === 'success' ? undefined : 'not a success'),
+    },
+    'records.get': {
+      name: 'records.get',
+      request: {
+        method: 'GET',
+        path: '/api/v1/records',
+        headers: auth,
+        next: () => ({ path: `/api/v1/records/${fixtures.ids[readCursor++ % fixtures.ids.length]}` }),
+      },
+      rows: 'one',
+      expect: [200],
+      check: (body) => (typeof body?.fields?.email === 'string' ? undefined : 'no record'),
+    },
+    'notes.by_email': {
+      name: 'notes.by_email',
+      request: {
+        method: 'POST',
+        path: '/api/v1/notes',
+        headers: { ...auth, ...JSON_TYPE },
+        // Upper-cased: the look-up is case-insensitive (interface: POST /api/v1/notes).
+        next: () => ({
+          body: JSON.stringify({
+            email: fixtures.emails[noteCursor++ % fixtures.emails.length]!.toUpperCase(),
+            body: 'Called back, wants an offer by Friday.',
+            kind: 'call',
+          }),
+        }),
+      },
+      rows: 'one',
+      expect: [201],
+      check: (body) => (typeof body?.record_id === 'string' ? undefined : 'no note'),
+    },
+  };
+}
