@@ -65,8 +65,48 @@ export function createIntakeApi({
       headerKey: unknown,
     ): Promise<Answer> {
       const work = async () => {
-        // Entries are independent: several run at once (each its own statement or transaction).
-        const results = await mapLimited(body.records, BULK_CONCURRENCY, async (entry) => {
+        type EntryResult = { accepted: boolean; body: unknown };
+        const results: (EntryResult | undefined)[] = body.records.map(() => undefined);
+        const refuse = (error: unknown): EntryResult => {
+          if (
+            !(error instanceof AppError) ||
+            error.status >= 500 ||
+            error.status === 401 ||
+            error.status === 429
+          )
+            throw error;
+          return { accepted: false, body: s2Body(error) };
+        };
+        // New records without their own idempotency key go in together, in one statement.
+        const together: { index: number; handover: ReturnType<typeof readS2Body> }[] = [];
+        for (const [index, entry] of body.records.entries()) {
+          if (idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
+          try {
+            if (typeof entry.entity !== 'string' || entry.entity === '') {
+              throw new AppError('validation_failed', {
+                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
+              });
+            }
+            together.push({ index, handover: readS2Body(entry as S2RecordBody, ctx.modules) });
+          } catch (error) {
+            results[index] = refuse(error);
+          }
+        }
+        const batched = await intake.intakeBatch(
+          ctx,
+          together.map((item) => item.handover),
+          s2Response,
+        );
+        for (const [position, outcome] of batched.entries()) {
+          const { index } = together[position]!;
+          if (outcome.kind === 'done') results[index] = { accepted: true, body: outcome.body };
+          else if (outcome.kind === 'error') results[index] = refuse(outcome.error);
+        }
+        // The rest (idempotency keys, documents, duplicates, updates) one by one, several at once.
+        const rest = body.records
+          .map((entry, index) => ({ entry, index }))
+          .filter(({ index }) => !results[index]);
+        await mapLimited(rest, BULK_CONCURRENCY, async ({ entry, index }) => {
           try {
             if (typeof entry.entity !== 'string' || entry.entity === '') {
               throw new AppError('validation_failed', {
@@ -74,25 +114,18 @@ export function createIntakeApi({
               });
             }
             const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
-            return { accepted: answer.status < 400, body: answer.body };
+            results[index] = { accepted: answer.status < 400, body: answer.body };
           } catch (error) {
-            if (
-              !(error instanceof AppError) ||
-              error.status >= 500 ||
-              error.status === 401 ||
-              error.status === 429
-            )
-              throw error;
-            return { accepted: false, body: s2Body(error) };
+            results[index] = refuse(error);
           }
         });
-        const accepted = results.filter((result) => result.accepted).length;
+        const accepted = results.filter((result) => result?.accepted).length;
         return {
           status: 200,
           body: {
             accepted,
             rejected: body.records.length - accepted,
-            results: results.map((result) => result.body),
+            results: results.map((result) => result?.body),
           },
         };
       };

@@ -539,6 +539,89 @@ export function createIntakeService({
     },
 
     /**
+     * Takes in many handovers at once: the new records among them (no documents, no `create`
+     * rule, nothing missing) are written in one statement; every other entry, and every entry a
+     * unique rule refused, answers `fallback` for the caller to take in on its own.
+     */
+    async intakeBatch(
+      ctx: IntakeContext,
+      handovers: Handover[],
+      answer: (outcome: IntakeOutcome) => unknown,
+    ): Promise<
+      (
+        | { kind: 'done'; status: number; body: unknown }
+        | { kind: 'error'; error: AppError }
+        | { kind: 'fallback' }
+      )[]
+    > {
+      const results: (
+        | { kind: 'done'; status: number; body: unknown }
+        | { kind: 'error'; error: AppError }
+        | { kind: 'fallback' }
+      )[] = handovers.map(() => ({ kind: 'fallback' }));
+      const batch: { index: number; row: NewRecordRow; prepared: Prepared; handover: Handover }[] = [];
+      for (const [index, handover] of handovers.entries()) {
+        try {
+          const prepared = await prepare(ctx, handover);
+          const { entity } = prepared;
+          if (
+            handover.documents.length > 0 ||
+            entity.duplicateRule?.action === 'create' ||
+            missingRequired(entity, prepared.values).length > 0 ||
+            prepared.assigneeId !== null ||
+            prepared.viewerIds.length > 0
+          ) {
+            continue;
+          }
+          batch.push({ index, row: newRecordRow(ctx, handover, prepared, null), prepared, handover });
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          await logRefusal(ctx, handover, error);
+          results[index] = { kind: 'error', error };
+        }
+      }
+      const created = await records.createManyInOneStatement(
+        ctx.accountId,
+        batch.map(({ row, prepared, handover }) => ({
+          row,
+          eventMessage: `Created from ${row.source}`,
+          eventData: { source: row.source, request_id: ctx.requestId },
+          notes: handover.notes.map((note) => ({
+            body: note.body,
+            tag: note.tag ?? null,
+            senderName: ctx.keyName,
+          })),
+          log: {
+            requestId: ctx.requestId,
+            endpoint: ctx.endpoint,
+            entityKey: prepared.entity.key,
+            warnings: prepared.warnings,
+          },
+        })),
+      );
+      for (const { index, row, prepared } of batch) {
+        const createdAt = created.get(row.id);
+        if (!createdAt) continue;
+        const emailField = prepared.entity.fields.find((field) => field.role === 'email');
+        const givenEmail = emailField ? prepared.values[emailField.key] : undefined;
+        results[index] = {
+          kind: 'done',
+          status: 201,
+          body: answer({
+            recordId: row.id,
+            entityKey: prepared.entity.key,
+            created: true,
+            updated: false,
+            createdAt: iso(createdAt),
+            email: typeof givenEmail === 'string' ? givenEmail : null,
+            warnings: [...prepared.warnings],
+          }),
+        };
+      }
+      return results;
+    },
+
+    /**
      * Takes in many records; each entry is its own transaction, so that a failed entry never
      * blocks the others (interface: POST /api/v1/records/bulk).
      */

@@ -128,6 +128,87 @@ export function createRecordsRepo(db: Executor) {
       return result.rows[0];
     },
 
+    /**
+     * Creates many new records, each with its history, stage entry, notes and intake log entry,
+     * in one statement. Rows a unique rule refuses (external id, duplicate-rule values, also
+     * against each other) are skipped; the answer lists the ids that were created.
+     */
+    async createManyInOneStatement(
+      accountId: string,
+      items: {
+        row: NewRecordRow;
+        eventMessage: string;
+        eventData: Record<string, unknown>;
+        notes: { body: string; tag: string | null; senderName: string | null }[];
+        log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] };
+      }[],
+    ): Promise<Map<string, Date>> {
+      if (items.length === 0) return new Map();
+      const input = items.map((item, ord) => ({
+        ord,
+        id: item.row.id,
+        entity_id: item.row.entityId,
+        name: item.row.name,
+        fields: item.row.fields,
+        source: item.row.source,
+        source_id: item.row.sourceId,
+        origin: item.row.origin,
+        external_id: item.row.externalId,
+        email_lc: item.row.emailLc,
+        dedupe_key: item.row.dedupeKey,
+        dedupe_unique: item.row.dedupeUnique,
+        pipeline_id: item.row.pipelineId,
+        stage_id: item.row.stageId,
+        event_message: item.eventMessage,
+        event_data: item.eventData,
+        notes: item.notes,
+        request_id: item.log.requestId,
+        endpoint: item.log.endpoint,
+        entity_key: item.log.entityKey,
+        warnings: item.log.warnings,
+      }));
+      const result = await sql<{ id: string; created_at: Date }>`
+        WITH input AS (
+          SELECT * FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
+            ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
+            external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
+            event_message text, event_data jsonb, notes jsonb, request_id text, endpoint text, entity_key text,
+            warnings jsonb)
+        ), ins AS (
+          INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
+          SELECT ${accountId}::uuid, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END
+          FROM input ORDER BY ord
+          ON CONFLICT DO NOTHING
+          RETURNING id, created_at
+        ), created_events AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'lead_created', input.event_message, 'api', input.event_data
+          FROM ins JOIN input USING (id)
+        ), stage_entries AS (
+          INSERT INTO stage_history (account_id, id, record_id, pipeline_id, stage_id)
+          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, input.pipeline_id, input.stage_id
+          FROM ins JOIN input USING (id) WHERE input.stage_id IS NOT NULL
+        ), note_rows AS (
+          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
+          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
+          FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
+        ), note_events AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
+            jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
+          FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
+        ), log_entries AS (
+          INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
+          SELECT ${accountId}::uuid, gen_random_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
+            input.entity_key, input.source, input.warnings
+          FROM ins JOIN input USING (id)
+        )
+        SELECT id, created_at FROM ins`.execute(db);
+      return new Map(result.rows.map((row) => [row.id, row.created_at]));
+    },
+
     findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {
       return tx
         .selectFrom('records')
