@@ -3,6 +3,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { preparedNameOf } from './prepared.ts';
 import type { Db } from './types.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -76,6 +77,23 @@ function configurePgTypes(): void {
   pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 }
 
+/**
+ * Kysely runs every statement as `client.query(text, values)`, which PostgreSQL parses and plans
+ * anew each time. Texts marked as prepared (db/prepared.ts) go by name instead: parsed and
+ * planned once on this connection, then only bound and executed.
+ */
+function executeMarkedStatementsByName(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const [text, values] = args;
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+      const name = preparedNameOf(text);
+      if (name) return query({ name, text, values });
+    }
+    return query(...args);
+  };
+}
+
 export interface OpenDatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
@@ -102,6 +120,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // fails on its own, and the pool discards the broken client when it is released.
     pool.on('connect', (client) => {
       client.on('error', () => {});
+      executeMarkedStatementsByName(client);
     });
     const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     return {

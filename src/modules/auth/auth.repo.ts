@@ -1,3 +1,4 @@
+import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
 
 /**
@@ -26,6 +27,7 @@ export function createAuthRepo(db: Executor) {
         ])
         .where('api_keys.key_hash', '=', keyHash)
         .where('api_keys.revoked_at', 'is', null)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -41,6 +43,7 @@ export function createAuthRepo(db: Executor) {
         .select([...accountColumns, 'sources.id as source_id', 'sources.name as source_name'])
         .where('source_tokens.token_hash', '=', tokenHash)
         .where('source_tokens.revoked_at', 'is', null)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -52,6 +55,7 @@ export function createAuthRepo(db: Executor) {
         .where('record_tokens.token_hash', '=', tokenHash)
         .where('record_tokens.revoked_at', 'is', null)
         .where('record_tokens.expires_at', '>', now)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -61,6 +65,7 @@ export function createAuthRepo(db: Executor) {
         .innerJoin('accounts', 'accounts.id', 'documents.account_id')
         .select([...accountColumns, 'documents.id'])
         .where('documents.id', '=', documentId)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
   };

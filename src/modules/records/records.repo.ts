@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
 
 export interface NewRecordRow {
@@ -124,7 +125,7 @@ export function createRecordsRepo(db: Executor) {
           WHERE ${extras.answer !== null} AND account_id = ${accountId} AND scope = ${extras.answer?.scope ?? ''}
             AND key = ${extras.answer?.key ?? ''} AND EXISTS (SELECT 1 FROM ins)
         )
-        SELECT id, created_at FROM ins`.execute(db);
+        SELECT id, created_at FROM ins ${PREPARED}`.execute(db);
       return result.rows[0];
     },
 
