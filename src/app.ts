@@ -108,7 +108,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  registerErrorHandling(app);
+  registerErrorHandling(app, {
+    checkApiKey: (accountId, keyId) => deps.services.auth.checkApiKey(accountId, keyId),
+  });
   await app.register(authPlugin, { auth: deps.services.auth, adminTokenHash: deps.adminTokenHash });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
 

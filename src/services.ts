@@ -39,8 +39,16 @@ export interface ServiceDeps {
 /** The one place where repos and services are put together. */
 export function createServices({ db, secret, publicUrl, storage, fetchDocument }: ServiceDeps) {
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
-  const apiKeys = createApiKeysService({ repo: createApiKeysRepo(db) });
-  const accounts = createAccountsService({ db, repo: createAccountsRepo(db), apiKeys });
+  const apiKeys = createApiKeysService({
+    repo: createApiKeysRepo(db),
+    onKeyChanged: (accountId, keyId) => auth.forgetApiKey(accountId, keyId),
+  });
+  const accounts = createAccountsService({
+    db,
+    repo: createAccountsRepo(db),
+    apiKeys,
+    onAccountChanged: (accountId) => auth.forgetAccount(accountId),
+  });
   const entities = createEntitiesService({ db, repo: createEntitiesRepo(db) });
   const sources = createSourcesService({ db, repo: createSourcesRepo(db) });
   const usersRepo = createUsersRepo(db);
@@ -59,6 +67,7 @@ export function createServices({ db, secret, publicUrl, storage, fetchDocument }
   });
   const intake = createIntakeService({
     db,
+    auth,
     entities,
     records: recordsRepo,
     users: usersRepo,

@@ -33,6 +33,11 @@ export type Credential =
       keyName: string;
       strict: boolean;
       permissions: string[];
+      /**
+       * False when the key was taken from memory without a look-up (routes with
+       * `rememberedKey`): the handler checks it before it acts (AuthService.findApiKey).
+       */
+      checked: boolean;
     }
   | { kind: 'source_token'; account: AuthAccount; sourceId: string; sourceName: string }
   | { kind: 'record_token'; account: AuthAccount; tokenId: string; recordId: string; fields: string[] }
@@ -49,6 +54,11 @@ export interface RouteAuth {
   accept: CredentialKind[];
   permission?: Permission;
   module?: ModuleName;
+  /**
+   * The route's handler checks the API key itself, in the statement of its write or before it
+   * acts: a key read in the last seconds is taken from memory (`credential.checked` false).
+   */
+  rememberedKey?: boolean;
 }
 
 declare module 'fastify' {
@@ -149,7 +159,7 @@ async function authenticate(
     throw new AppError('unauthorized');
   }
   if (!accepts.has('api_key')) throw new AppError('unauthorized');
-  const found = await options.auth.findApiKey(value);
+  const found = await options.auth.findApiKey(value, { remembered: routeAuth.rememberedKey === true });
   if (found) return found;
   throw new AppError('unauthorized');
 }

@@ -106,9 +106,27 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   return reply.code(error.status).type('application/json; charset=utf-8').send(body);
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error, request, reply) => {
-    const appError = toAppError(error);
+export interface ErrorHandlingOptions {
+  /** Whether an API key taken from memory (credential.checked false) is still live. */
+  checkApiKey?: (accountId: string, keyId: string) => Promise<boolean>;
+}
+
+export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = {}): void {
+  app.setErrorHandler(async (error, request, reply) => {
+    let appError = toAppError(error);
+    const credential = request.credential;
+    if (
+      credential?.kind === 'api_key' &&
+      !credential.checked &&
+      appError.code !== 'unauthorized' &&
+      options.checkApiKey
+    ) {
+      // A key taken from memory has not been checked yet: a revoked one gets 401, whatever
+      // else was wrong with the request (a failed check leaves the error as it was).
+      const live = await options.checkApiKey(credential.account.id, credential.keyId).catch(() => true);
+      credential.checked = true;
+      if (!live) appError = new AppError('unauthorized');
+    }
     if (appError.status >= 500) {
       request.log.error({ err: error, code: appError.code }, 'request failed');
     } else if (appError.code === 'internal_error') {

@@ -33,7 +33,14 @@ export interface CreateKeyInput {
   permissions?: string[];
 }
 
-export function createApiKeysService({ repo }: { repo: ApiKeysRepo }) {
+export function createApiKeysService({
+  repo,
+  onKeyChanged,
+}: {
+  repo: ApiKeysRepo;
+  /** Called after a key's strict flag or name changed, or it was revoked (credential memory). */
+  onKeyChanged?: (accountId: string, keyId: string) => void;
+}) {
   return {
     /** Creates a key; the only time its value is returned. A new key gets every permission unless told otherwise. */
     async create(accountId: string, input: CreateKeyInput, tx?: Executor) {
@@ -76,12 +83,14 @@ export function createApiKeysService({ repo }: { repo: ApiKeysRepo }) {
           ? await repo.findActive(accountId, id)
           : await repo.update(accountId, id, changes);
       if (!row) throw new AppError('not_found', { message: 'API key not found' });
+      onKeyChanged?.(accountId, id);
       return presentKey(row);
     },
 
     async revoke(accountId: string, id: string) {
       const revoked = await repo.revoke(accountId, id);
       if (!revoked) throw new AppError('not_found', { message: 'API key not found' });
+      onKeyChanged?.(accountId, id);
     },
   };
 }

@@ -31,6 +31,18 @@ export function createAuthRepo(db: Executor) {
         .executeTakeFirst();
     },
 
+    async isApiKeyLive(accountId: string, keyId: string) {
+      const row = await db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('id', '=', keyId)
+        .where('revoked_at', 'is', null)
+        .modifyEnd(PREPARED)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
     findActiveSourceToken(tokenHash: Buffer) {
       return db
         .selectFrom('source_tokens')

@@ -33,22 +33,81 @@ export interface AuthServiceDeps {
   now?: () => Date;
 }
 
+/**
+ * How long an API key read from the database is remembered, for the routes whose write checks
+ * the key itself (`findApiKey` with `remembered`). Revocation never waits for it: the write
+ * refuses a revoked key. Changes of a key's strict flag and of the account's modules or rate
+ * limit reach other nodes within this time (the node that made the change forgets at once).
+ */
+export const REMEMBERED_KEY_MS = 10_000;
+const REMEMBERED_KEYS_MAX = 10_000;
+
+type ApiKeyCredential = Extract<Credential, { kind: 'api_key' }>;
+
 /** Turns a presented secret into a credential, or null when it is unknown, revoked or expired. */
 export function createAuthService({ repo, secret, now = () => new Date() }: AuthServiceDeps) {
+  const remembered = new Map<string, { credential: ApiKeyCredential; until: number }>();
+
+  function remember(hashHex: string, credential: ApiKeyCredential) {
+    if (remembered.size >= REMEMBERED_KEYS_MAX) {
+      // Drop the oldest entry (Map keeps insertion order).
+      const oldest = remembered.keys().next().value;
+      if (oldest !== undefined) remembered.delete(oldest);
+    }
+    remembered.set(hashHex, { credential, until: Date.now() + REMEMBERED_KEY_MS });
+  }
+
+  function forget(test: (credential: ApiKeyCredential) => boolean) {
+    for (const [hash, entry] of remembered) if (test(entry.credential)) remembered.delete(hash);
+  }
+
   return {
-    async findApiKey(value: string): Promise<Credential | null> {
+    /**
+     * The API key's credential. With `remembered`, a key read from the database in the last
+     * seconds is taken without a look-up and comes back with `checked: false`: the caller must
+     * then check it (`checkApiKey`, or in the statement of its write) before acting on it.
+     */
+    async findApiKey(value: string, options: { remembered?: boolean } = {}): Promise<Credential | null> {
       // The checksum refuses a mistyped or invented key without touching the database.
       if (!isWellFormedApiKey(value)) return null;
-      const row = await repo.findActiveApiKey(hashSecret(value));
-      if (!row) return null;
-      return {
+      const hash = hashSecret(value);
+      const hashHex = hash.toString('hex');
+      if (options.remembered) {
+        const entry = remembered.get(hashHex);
+        if (entry && entry.until > Date.now()) return { ...entry.credential, checked: false };
+      }
+      const row = await repo.findActiveApiKey(hash);
+      if (!row) {
+        remembered.delete(hashHex);
+        return null;
+      }
+      const credential: ApiKeyCredential = {
         kind: 'api_key',
         account: toAccount(row),
         keyId: row.id,
         keyName: row.name,
         strict: row.strict,
         permissions: row.permissions,
+        checked: true,
       };
+      remember(hashHex, credential);
+      return credential;
+    },
+
+    /** Whether an API key taken from memory is still live; a revoked one is forgotten. */
+    async checkApiKey(accountId: string, keyId: string): Promise<boolean> {
+      if (await repo.isApiKeyLive(accountId, keyId)) return true;
+      this.forgetApiKey(accountId, keyId);
+      return false;
+    },
+
+    forgetApiKey(accountId: string, keyId: string) {
+      forget((credential) => credential.account.id === accountId && credential.keyId === keyId);
+    },
+
+    /** After a change of the account (modules, rate limit) or of one of its keys. */
+    forgetAccount(accountId: string) {
+      forget((credential) => credential.account.id === accountId);
     },
 
     async findSourceToken(value: string): Promise<Credential | null> {

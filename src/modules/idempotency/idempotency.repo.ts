@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
 
 export interface IdempotencyRef {
@@ -30,6 +31,7 @@ export function createIdempotencyRepo(db: Executor) {
         })
         .onConflict((oc) => oc.columns(['account_id', 'scope', 'key']).doNothing())
         .returning('key')
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
       return row !== undefined;
     },
@@ -49,6 +51,7 @@ export function createIdempotencyRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('scope', '=', ref.scope)
         .where('key', '=', ref.key)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -109,6 +112,7 @@ export function createIdempotencyRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('scope', '=', ref.scope)
         .where('key', '=', ref.key)
+        .modifyEnd(PREPARED)
         .execute();
     },
 
@@ -119,6 +123,7 @@ export function createIdempotencyRepo(db: Executor) {
         .where('scope', '=', ref.scope)
         .where('key', '=', ref.key)
         .where('state', '=', 'running')
+        .modifyEnd(PREPARED)
         .execute();
     },
   };

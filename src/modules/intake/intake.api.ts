@@ -49,6 +49,8 @@ export function createIntakeApi({
     };
     if (rawKey === undefined) return { ...(await run()), replayed: false };
     const key = checkIdempotencyKey(rawKey);
+    // A stored answer is only for a live key.
+    await intake.checkKey(ctx);
     return idempotency.run(ctx.accountId, { scope, key }, body, (store) => run(store));
   }
 

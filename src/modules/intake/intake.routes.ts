@@ -19,6 +19,8 @@ import {
 import type { IntakeContext, IntakeService } from './intake.service.ts';
 
 const recordsWrite = { accept: ['api_key' as const], permission: 'records:write' as const };
+/** Single-record intake checks a remembered key in its own statement (one round trip). */
+const recordsWriteRemembered = { ...recordsWrite, rememberedKey: true };
 const tags = ['Intake'];
 
 function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
@@ -30,6 +32,7 @@ function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
     sourceId: credential.kind === 'source_token' ? credential.sourceId : null,
     sourceName: credential.kind === 'source_token' ? credential.sourceName : null,
     keyName: credential.kind === 'api_key' ? credential.keyName : null,
+    key: credential.kind === 'api_key' ? credential : null,
     requestId: request.id,
     endpoint,
   };
@@ -49,7 +52,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/records',
     {
-      config: { auth: recordsWrite },
+      config: { auth: recordsWriteRemembered },
       schema: {
         tags,
         summary: 'Take in a record (201 created, 200 updated or duplicate)',
@@ -129,7 +132,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/intake',
     {
-      config: { auth: recordsWrite },
+      config: { auth: recordsWriteRemembered },
       schema: {
         tags: ['S1'],
         summary: 'Create one lead; flat JSON or form-encoded, keys matched to fields by key or label',

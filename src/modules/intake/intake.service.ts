@@ -3,6 +3,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import type { AuthService } from '../auth/auth.service.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
@@ -37,6 +38,11 @@ export interface IntakeContext {
   keyName: string | null;
   requestId: string;
   endpoint: string;
+  /**
+   * The API key, when one was presented. `checked` false: it was taken from memory and must be
+   * checked before anything is written (the one-statement create checks it itself).
+   */
+  key: { keyId: string; checked: boolean } | null;
 }
 
 export interface HandoverNote {
@@ -121,6 +127,7 @@ function merge(
 
 export interface IntakeServiceDeps {
   db: Db;
+  auth: Pick<AuthService, 'checkApiKey' | 'forgetApiKey'>;
   entities: EntitiesService;
   records: RecordsRepo;
   users: UsersRepo;
@@ -130,6 +137,7 @@ export interface IntakeServiceDeps {
 
 export function createIntakeService({
   db,
+  auth,
   entities,
   records,
   users,
@@ -143,6 +151,13 @@ export function createIntakeService({
     placement: { pipeline: PipelineDef; stage: StageDef } | null;
     assigneeId: string | null;
     viewerIds: string[];
+  }
+
+  /** Refuses a remembered API key that was revoked since; a live one counts as checked. */
+  async function checkKey(ctx: IntakeContext) {
+    if (!ctx.key || ctx.key.checked) return;
+    if (!(await auth.checkApiKey(ctx.accountId, ctx.key.keyId))) throw new AppError('unauthorized');
+    ctx.key.checked = true;
   }
 
   /** Everything that can be checked before writing: entity, values, stage, users. */
@@ -274,10 +289,16 @@ export function createIntakeService({
         warnings: outcome.warnings,
       },
       answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
+      uncheckedKeyId: ctx.key && !ctx.key.checked ? ctx.key.keyId : null,
     });
-    if (!created) return undefined;
+    if (!created.keyLive) {
+      auth.forgetApiKey(ctx.accountId, ctx.key!.keyId);
+      throw new AppError('unauthorized');
+    }
+    if (ctx.key) ctx.key.checked = true;
+    if (!created.record) return undefined;
     store?.saved();
-    outcome.createdAt = iso(created.created_at);
+    outcome.createdAt = iso(created.record.created_at);
     return { status: 201, body: answer(outcome), outcome };
   }
 
@@ -478,6 +499,8 @@ export function createIntakeService({
   }
 
   return {
+    checkKey,
+
     /**
      * Takes in one record. `answer` turns the outcome into the response body, which is stored
      * with the idempotency key (when there is one) in the same transaction as the write.
@@ -493,6 +516,7 @@ export function createIntakeService({
         const prepared = await prepare(ctx, handover);
         const fast = await createFast(ctx, handover, prepared, answer, store);
         if (fast) return fast;
+        await checkKey(ctx);
         // Documents are fetched before the transaction: no network call holds it open.
         if (handover.documents.length > 0) {
           fetched = await documents.fetchFor(ctx.accountId, prepared.entity.id, handover.documents, {
@@ -533,7 +557,11 @@ export function createIntakeService({
         return result;
       } catch (error) {
         await documents.discard(fetched);
-        if (error instanceof AppError) await logRefusal(ctx, handover, error);
+        if (error instanceof AppError && error.code !== 'unauthorized') {
+          // A revoked key learns nothing about its request and leaves no trace in the log.
+          await checkKey(ctx);
+          await logRefusal(ctx, handover, error);
+        }
         throw error;
       }
     },
@@ -559,6 +587,7 @@ export function createIntakeService({
         | { kind: 'error'; error: AppError }
         | { kind: 'fallback' }
       )[] = handovers.map(() => ({ kind: 'fallback' }));
+      await checkKey(ctx);
       const batch: { index: number; row: NewRecordRow; prepared: Prepared; handover: Handover }[] = [];
       for (const [index, handover] of handovers.entries()) {
         try {
@@ -652,6 +681,7 @@ export function createIntakeService({
      * written in one transaction.
      */
     async intakeAll(ctx: IntakeContext, handovers: Handover[]): Promise<IntakeOutcome[]> {
+      await checkKey(ctx);
       const prepared: Prepared[] = [];
       const problems: ValidationDetail[] = [];
       for (const [index, handover] of handovers.entries()) {

@@ -85,16 +85,24 @@ export function createRecordsRepo(db: Executor) {
           warnings: unknown[];
         };
         answer: { scope: string; key: string; statusCode: number; body: unknown } | null;
+        /** An API key taken from memory: nothing is written unless it is still live. */
+        uncheckedKeyId: string | null;
       },
-    ): Promise<{ id: string; created_at: Date } | undefined> {
-      const result = await sql<{ id: string; created_at: Date }>`
-        WITH ins AS (
+    ): Promise<{ keyLive: boolean; record: { id: string; created_at: Date } | undefined }> {
+      const result = await sql<{ id: string | null; created_at: Date | null; key_live: boolean }>`
+        WITH key_live AS (
+          SELECT ${extras.uncheckedKeyId}::uuid IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys
+            WHERE account_id = ${accountId} AND id = ${extras.uncheckedKeyId}::uuid AND revoked_at IS NULL
+          ) AS live
+        ), ins AS (
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
             dedupe_key, dedupe_unique, duplicate_of, pipeline_id, stage_id, stage_entered_at, assignee_id, viewer_ids)
-          VALUES (${accountId}, ${row.id}, ${row.entityId}, ${row.name}, ${toJson(row.fields)}::jsonb, ${row.source},
+          SELECT ${accountId}, ${row.id}, ${row.entityId}, ${row.name}, ${toJson(row.fields)}::jsonb, ${row.source},
             ${row.sourceId}, ${toJson(row.origin)}::jsonb, ${row.externalId}, ${row.emailLc}, ${row.dedupeKey},
             ${row.dedupeUnique}, ${row.duplicateOf}, ${row.pipelineId}, ${row.stageId},
-            CASE WHEN ${row.stageId}::uuid IS NULL THEN NULL ELSE now() END, ${row.assigneeId}, ${row.viewerIds}::uuid[])
+            CASE WHEN ${row.stageId}::uuid IS NULL THEN NULL ELSE now() END, ${row.assigneeId}, ${row.viewerIds}::uuid[]
+          FROM key_live WHERE key_live.live
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
         ), created_event AS (
@@ -125,8 +133,13 @@ export function createRecordsRepo(db: Executor) {
           WHERE ${extras.answer !== null} AND account_id = ${accountId} AND scope = ${extras.answer?.scope ?? ''}
             AND key = ${extras.answer?.key ?? ''} AND EXISTS (SELECT 1 FROM ins)
         )
-        SELECT id, created_at FROM ins ${PREPARED}`.execute(db);
-      return result.rows[0];
+        SELECT ins.id, ins.created_at, key_live.live AS key_live
+        FROM key_live LEFT JOIN ins ON true ${PREPARED}`.execute(db);
+      const answer = result.rows[0]!;
+      return {
+        keyLive: answer.key_live,
+        record: answer.id && answer.created_at ? { id: answer.id, created_at: answer.created_at } : undefined,
+      };
     },
 
     /**
@@ -217,6 +230,7 @@ export function createRecordsRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('entity_id', '=', entityId)
         .where('external_id', '=', externalId)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -230,6 +244,7 @@ export function createRecordsRepo(db: Executor) {
         .where('dedupe_key', '=', dedupeKey)
         .orderBy('created_at')
         .limit(1)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -239,6 +254,7 @@ export function createRecordsRepo(db: Executor) {
         .select(RECORD_COLUMNS)
         .where('account_id', '=', accountId)
         .where('id', '=', id)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -396,7 +412,10 @@ export function createRecordsReadRepo(db: Executor) {
   return {
     /** The record with its entity key and stage names, or undefined. */
     findFull(accountId: string, id: string, tx: Executor = db) {
-      return selectFullRecords(tx, accountId).where('records.id', '=', id).executeTakeFirst();
+      return selectFullRecords(tx, accountId)
+        .where('records.id', '=', id)
+        .modifyEnd(PREPARED)
+        .executeTakeFirst();
     },
 
     /** Records changed at or after `updatedSince`, oldest change first, after the cursor position. */
@@ -443,6 +462,7 @@ export function createRecordsReadRepo(db: Executor) {
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .limit(limit)
+        .modifyEnd(PREPARED)
         .execute();
     },
 
@@ -454,6 +474,7 @@ export function createRecordsReadRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('id', '=', id)
         .forUpdate()
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
 
@@ -471,7 +492,8 @@ export function createRecordsReadRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('email_lc', '=', emailLc);
       if (entityId) query = query.where('entity_id', '=', entityId);
-      return query.orderBy('created_at').limit(limit).execute();
+      // Two fixed texts (with and without the entity), each prepared.
+      return query.orderBy('created_at').limit(limit).modifyEnd(PREPARED).execute();
     },
 
     insertRecordToken(
@@ -499,6 +521,7 @@ export function createRecordsReadRepo(db: Executor) {
         .select(['id', 'record_id', 'kind', 'body', 'created_at'])
         .where('account_id', '=', accountId)
         .where('idempotency_key', '=', key)
+        .modifyEnd(PREPARED)
         .executeTakeFirst();
     },
   };

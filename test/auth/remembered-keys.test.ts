@@ -1,0 +1,196 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+
+/**
+ * Single-record intake takes a key read in the last seconds from memory and checks it in the
+ * statement that writes (one round trip). These tests revoke keys behind the node's back, in
+ * the database, as another node would: the key must stop working at once all the same.
+ */
+describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => t?.close());
+
+  const lead = (email: string) => ({ entity: 'lead', fields: { email, first_name: 'Ada' } });
+
+  async function newKey(account: TestAccount, body: object = {}): Promise<{ id: string; key: string }> {
+    const res = await t.request({
+      method: 'POST',
+      url: '/api/v1/settings/api-keys',
+      key: account.apiKey,
+      body: { name: 'remembered', ...body },
+    });
+    expect(res.statusCode).toBe(201);
+    return res.json();
+  }
+
+  /** Revokes the key in the database only, as another node would; this node is not told. */
+  async function revokeElsewhere(account: TestAccount, keyId: string) {
+    await sql`UPDATE api_keys SET revoked_at = now() WHERE account_id = ${account.id} AND id = ${keyId}`.execute(
+      t.db,
+    );
+  }
+
+  async function count(table: 'records' | 'intake_log', account: TestAccount): Promise<number> {
+    const result = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM ${sql.table(table)} WHERE account_id = ${account.id}`.execute(t.db);
+    return result.rows[0]!.n;
+  }
+
+  describe('happy path', () => {
+    it('keeps taking in records with a remembered key', async () => {
+      const account = await accountWithLeads(t);
+      const { key } = await newKey(account);
+      for (let i = 0; i < 3; i++) {
+        const res = await t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key,
+          body: lead(`a${i}@x.test`),
+        });
+        expect(res.statusCode).toBe(201);
+      }
+      expect(await count('records', account)).toBe(3);
+    });
+  });
+
+  describe('errors', () => {
+    it('applies a strict flag set on this node to the next request at once', async () => {
+      const account = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      const body = { entity: 'lead', fields: { email: 'strict@x.test', surprise: 'yes' } };
+      const lax = await t.request({ method: 'POST', url: '/api/v1/records', key, body });
+      expect(lax.statusCode).toBe(201);
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/api-keys/${id}`,
+        key: account.apiKey,
+        body: { strict: true },
+      });
+      expect(patched.statusCode).toBe(200);
+      const strict = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        body: { ...body, fields: { ...body.fields, email: 'strict2@x.test' } },
+      });
+      expect(strict.statusCode).toBe(422);
+    });
+  });
+
+  describe('security', () => {
+    it('refuses a key revoked by another node at once, writing nothing', async () => {
+      const account = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      const first = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        body: lead('one@x.test'),
+      });
+      expect(first.statusCode).toBe(201);
+      const logged = await count('intake_log', account);
+      await revokeElsewhere(account, id);
+
+      const s2 = await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('two@x.test') });
+      expect(s2.statusCode).toBe(401);
+      expect(s2.json()).toEqual({ error: 'unauthorized' });
+      expect(await count('records', account)).toBe(1);
+      expect(await count('intake_log', account)).toBe(logged);
+    });
+
+    it('answers 401, not the body error, to a revoked remembered key with a bad body', async () => {
+      const account = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      expect(
+        (await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('ok@x.test') }))
+          .statusCode,
+      ).toBe(201);
+      await revokeElsewhere(account, id);
+      const logged = await count('intake_log', account);
+      // Fails the route schema (no entity), and fails the entity's rules (no email).
+      const schema = await t.request({ method: 'POST', url: '/api/v1/records', key, body: { fields: {} } });
+      expect(schema.statusCode).toBe(401);
+      const rules = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        body: { entity: 'lead', fields: { first_name: 'No email' } },
+      });
+      expect(rules.statusCode).toBe(401);
+      expect(await count('intake_log', account)).toBe(logged);
+    });
+
+    it('refuses a revoked remembered key on S1 intake, with an idempotency key, and on the update path', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const { id, key } = await newKey(account);
+      const s1First = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key,
+        body: { entity: 'lead', email: 'dup@x.test' },
+      });
+      expect(s1First.statusCode).toBe(200);
+      const keyed = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        headers: { 'idempotency-key': 'once' },
+        body: lead('keyed@x.test'),
+      });
+      expect(keyed.statusCode).toBe(201);
+      await revokeElsewhere(account, id);
+
+      const s1 = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key,
+        body: { entity: 'lead', email: 'new@x.test' },
+      });
+      expect(s1.statusCode).toBe(401);
+      expect(s1.json()).toMatchObject({ status: 'error' });
+      // The stored answer of the idempotency key is not handed to a revoked key.
+      const replay = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        headers: { 'idempotency-key': 'once' },
+        body: lead('keyed@x.test'),
+      });
+      expect(replay.statusCode).toBe(401);
+      // A duplicate that would update the stored record.
+      const update = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        body: lead('dup@x.test'),
+      });
+      expect(update.statusCode).toBe(401);
+      expect(await count('records', account)).toBe(2);
+    });
+
+    it('does not take a remembered key on routes that do not check it themselves', async () => {
+      const account = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      expect(
+        (await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('r@x.test') })).statusCode,
+      ).toBe(201);
+      await revokeElsewhere(account, id);
+      const read = await t.request({ method: 'GET', url: '/api/v1/records', key });
+      expect(read.statusCode).toBe(401);
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key,
+        body: { records: [lead('b@x.test')] },
+      });
+      expect(bulk.statusCode).toBe(401);
+    });
+  });
+});
