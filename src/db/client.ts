@@ -3,7 +3,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { preparedNameOf } from './prepared.ts';
+import { executeMarkedStatementsByNameOnPGlite, preparedNameOf } from './prepared.ts';
 import type { Db } from './types.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -136,6 +136,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const pglite = options.inMemory
       ? await PGlite.create()
       : await PGlite.create({ dataDir: path.join(options.dataDir, 'pgdata') });
+    executeMarkedStatementsByNameOnPGlite(pglite);
     const db: Db = new Kysely({ dialect: new PGliteDialect({ pglite }) });
     return {
       db,
