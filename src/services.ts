@@ -34,10 +34,19 @@ export interface ServiceDeps {
   publicUrl: string;
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
+  /** Single-record creations written at once before new ones are grouped (intake service). */
+  concurrentCreates?: number;
 }
 
 /** The one place where repos and services are put together. */
-export function createServices({ db, secret, publicUrl, storage, fetchDocument }: ServiceDeps) {
+export function createServices({
+  db,
+  secret,
+  publicUrl,
+  storage,
+  fetchDocument,
+  concurrentCreates,
+}: ServiceDeps) {
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
   const apiKeys = createApiKeysService({
     repo: createApiKeysRepo(db),
@@ -73,6 +82,7 @@ export function createServices({ db, secret, publicUrl, storage, fetchDocument }
     users: usersRepo,
     intakeLog: createIntakeRepo(db),
     documents,
+    concurrentCreates,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);

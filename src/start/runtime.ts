@@ -27,6 +27,8 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       db: database.db,
       secret: secrets.secret,
       publicUrl: config.publicUrl,
+      // Half the pool, so that grouped creations leave connections for everything else.
+      concurrentCreates: Math.max(1, Math.floor(config.databasePoolSize / 2)),
       ...createDocumentBackend({ filesDir: config.filesDir, allowPrivate: config.fetchAllowPrivate }),
     });
     return { config, database, services, secrets, appliedMigrations: applied };

@@ -50,6 +50,8 @@ export interface TestAppOptions {
   /** Whether documents may be fetched from loopback (the tests' own servers); default true. */
   fetchAllowPrivate?: boolean;
   rateLimiter?: RateLimiter;
+  /** Single-record creations written at once before new ones are grouped (default 4). */
+  concurrentCreates?: number;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -60,6 +62,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     db,
     secret: TEST_SECRET,
     publicUrl: 'http://127.0.0.1:3000',
+    concurrentCreates: options.concurrentCreates,
     ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
   });
   const app = await buildApp({

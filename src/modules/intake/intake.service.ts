@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { createBatcher } from '../../lib/batcher.ts';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
@@ -133,7 +134,19 @@ export interface IntakeServiceDeps {
   users: UsersRepo;
   intakeLog: IntakeRepo;
   documents: DocumentsService;
+  /**
+   * Single-record creations written at once, each in one statement; creations that arrive
+   * while all of these run go together in the next statement (group commit). Default 4; 0
+   * writes each creation on its own.
+   */
+  concurrentCreates?: number;
 }
+
+/** At most this many single-record creations go in one grouped statement. */
+const MAX_GROUPED_CREATES = 100;
+
+type ManyItem = Parameters<RecordsRepo['createManyInOneStatement']>[1][number];
+type GroupedOutcome = { kind: 'created'; createdAt: Date } | { kind: 'key_revoked' } | { kind: 'refused' };
 
 export function createIntakeService({
   db,
@@ -143,7 +156,23 @@ export function createIntakeService({
   users,
   intakeLog,
   documents,
+  concurrentCreates = 4,
 }: IntakeServiceDeps) {
+  // Requests that arrive while the database is busy with others are written together: one
+  // statement and one commit for many, and still each answer only after its record committed.
+  const groupedCreates = createBatcher<ManyItem, GroupedOutcome>({
+    maxBatch: MAX_GROUPED_CREATES,
+    maxInFlight: concurrentCreates,
+    async run(accountId, items) {
+      const { created, keyRevoked } = await records.createManyInOneStatement(accountId, items);
+      return items.map((item): GroupedOutcome => {
+        const createdAt = created.get(item.row.id);
+        if (createdAt) return { kind: 'created', createdAt };
+        return keyRevoked.has(item.row.id) ? { kind: 'key_revoked' } : { kind: 'refused' };
+      });
+    },
+  });
+
   interface Prepared {
     entity: EntityDef;
     values: Record<string, FieldValue>;
@@ -270,6 +299,43 @@ export function createIntakeService({
       email: typeof givenEmail === 'string' ? givenEmail : null,
       warnings: [...prepared.warnings],
     };
+    const uncheckedKeyId = ctx.key && !ctx.key.checked ? ctx.key.keyId : null;
+    if (concurrentCreates > 0 && !store && prepared.assigneeId === null && prepared.viewerIds.length === 0) {
+      const grouped = await groupedCreates
+        .submit(ctx.accountId, {
+          row,
+          eventMessage: `Created from ${row.source}`,
+          eventData: { source: row.source, request_id: ctx.requestId },
+          notes: handover.notes.map((note) => ({
+            body: note.body,
+            tag: note.tag ?? null,
+            senderName: ctx.keyName,
+          })),
+          log: {
+            requestId: ctx.requestId,
+            endpoint: ctx.endpoint,
+            entityKey: entity.key,
+            warnings: outcome.warnings,
+          },
+          uncheckedKeyId,
+        })
+        // A statement that failed as a whole is retried alone below, so that each handover
+        // gets its own answer (and a broken connection its 503 there).
+        .catch(() => null);
+      if (grouped?.kind === 'key_revoked') {
+        auth.forgetApiKey(ctx.accountId, ctx.key!.keyId);
+        throw new AppError('unauthorized');
+      }
+      if (grouped?.kind === 'refused') {
+        if (ctx.key) ctx.key.checked = true;
+        return undefined;
+      }
+      if (grouped?.kind === 'created') {
+        if (ctx.key) ctx.key.checked = true;
+        outcome.createdAt = iso(grouped.createdAt);
+        return { status: 201, body: answer(outcome), outcome };
+      }
+    }
     const created = await records.createInOneStatement(ctx.accountId, row, {
       event: {
         message: `Created from ${row.source}`,
@@ -289,7 +355,7 @@ export function createIntakeService({
         warnings: outcome.warnings,
       },
       answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
-      uncheckedKeyId: ctx.key && !ctx.key.checked ? ctx.key.keyId : null,
+      uncheckedKeyId,
     });
     if (!created.keyLive) {
       auth.forgetApiKey(ctx.accountId, ctx.key!.keyId);
@@ -609,7 +675,7 @@ export function createIntakeService({
           results[index] = { kind: 'error', error };
         }
       }
-      const created = await records.createManyInOneStatement(
+      const { created } = await records.createManyInOneStatement(
         ctx.accountId,
         batch.map(({ row, prepared, handover }) => ({
           row,

@@ -155,9 +155,11 @@ export function createRecordsRepo(db: Executor) {
         eventData: Record<string, unknown>;
         notes: { body: string; tag: string | null; senderName: string | null }[];
         log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] };
+        /** An API key taken from memory: the item is written only while the key is unrevoked. */
+        uncheckedKeyId?: string | null;
       }[],
-    ): Promise<Map<string, Date>> {
-      if (items.length === 0) return new Map();
+    ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string> }> {
+      if (items.length === 0) return { created: new Map(), keyRevoked: new Set() };
       const input = items.map((item, ord) => ({
         ord,
         id: item.row.id,
@@ -180,14 +182,20 @@ export function createRecordsRepo(db: Executor) {
         endpoint: item.log.endpoint,
         entity_key: item.log.entityKey,
         warnings: item.log.warnings,
+        key_id: item.uncheckedKeyId ?? null,
       }));
-      const result = await sql<{ id: string; created_at: Date }>`
-        WITH input AS (
+      const result = await sql<{ id: string; created_at: Date | null }>`
+        WITH given AS (
           SELECT * FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             event_message text, event_data jsonb, notes jsonb, request_id text, endpoint text, entity_key text,
-            warnings jsonb)
+            warnings jsonb, key_id uuid)
+        ), input AS (
+          SELECT * FROM given
+          WHERE key_id IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys
+            WHERE api_keys.account_id = ${accountId}::uuid AND api_keys.id = given.key_id AND api_keys.revoked_at IS NULL)
         ), ins AS (
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
             dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
@@ -219,8 +227,18 @@ export function createRecordsRepo(db: Executor) {
             input.entity_key, input.source, input.warnings
           FROM ins JOIN input USING (id)
         )
-        SELECT id, created_at FROM ins`.execute(db);
-      return new Map(result.rows.map((row) => [row.id, row.created_at]));
+        SELECT id, created_at FROM ins
+        UNION ALL
+        SELECT id, NULL FROM given WHERE NOT EXISTS (SELECT 1 FROM input WHERE input.id = given.id) ${PREPARED}`.execute(
+        db,
+      );
+      const created = new Map<string, Date>();
+      const keyRevoked = new Set<string>();
+      for (const row of result.rows) {
+        if (row.created_at) created.set(row.id, row.created_at);
+        else keyRevoked.add(row.id);
+      }
+      return { created, keyRevoked };
     },
 
     findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {
