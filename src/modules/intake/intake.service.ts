@@ -142,8 +142,12 @@ export interface IntakeServiceDeps {
   concurrentCreates?: number;
 }
 
-/** At most this many single-record creations go in one grouped statement. */
-const MAX_GROUPED_CREATES = 100;
+/**
+ * At most this many single-record creations go in one grouped statement. Measured on the bench
+ * (50 connections, PostgreSQL): groups of up to 10 gave more requests a second and a lower p99
+ * than groups of up to 100, whose long statements held the others back.
+ */
+const MAX_GROUPED_CREATES = 10;
 
 type ManyItem = Parameters<RecordsRepo['createManyInOneStatement']>[1][number];
 type GroupedOutcome = { kind: 'created'; createdAt: Date } | { kind: 'key_revoked' } | { kind: 'refused' };
