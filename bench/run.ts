@@ -19,7 +19,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,19 @@ import {
 import { seedRecords } from './seed.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The service starts as `npm start` starts it: `node <flags> bin/leads.js serve`, with the Node
+ * flags of the package's `start` script (the heap settings of docs/decisions.md).
+ */
+const START_NODE_FLAGS: string[] = (() => {
+  const start: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
+  const words = start.split(/\s+/);
+  if (words[0] !== 'node' || !words.includes('bin/leads.js')) {
+    throw new Error(`the start script is not "node … bin/leads.js serve": ${start}`);
+  }
+  return words.slice(1, words.indexOf('bin/leads.js'));
+})();
 const RESULTS = path.join(ROOT, 'bench/results');
 
 function intSetting(name: string, fallback: number, min: number, max: number): number {
@@ -329,11 +342,11 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   const profileDir = path.join(RESULTS, 'tmp/profiles');
   const profiles: string[] = [];
   const serviceNodeOptions = (phase: string) => {
-    if (!PROFILE) return [];
+    if (!PROFILE) return START_NODE_FLAGS;
     mkdirSync(profileDir, { recursive: true });
     const name = `service-${kind}-${phase}-${Date.now()}.cpuprofile`;
     profiles.push(path.join(profileDir, name));
-    return ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`];
+    return [...START_NODE_FLAGS, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`];
   };
   const startService = (phase: string) =>
     startServer(`service (${kind})`, ['bin/leads.js', 'serve'], serviceEnv, serviceNodeOptions(phase));
