@@ -87,7 +87,7 @@ export function createServices({
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);
   const records = createRecordsService({ db, entities, records: recordsRepo, reads: recordsReads });
-  const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads });
+  const notes = createNotesService({ entities, records: recordsRepo, reads: recordsReads });
   const recordsApi = createRecordsApi({ records, documents, notes });
   return {
     auth,

@@ -1,4 +1,3 @@
-import type { Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
@@ -36,12 +35,10 @@ function presentNote(note: { id: string; record_id: string; kind: string; create
 }
 
 export function createNotesService({
-  db,
   entities,
   records,
   reads,
 }: {
-  db: Db;
   entities: EntitiesService;
   records: RecordsRepo;
   reads: RecordsReadRepo;
@@ -93,36 +90,21 @@ export function createNotesService({
       const recordId = await findRecord(sender.accountId, input);
       const kind = input.kind ?? 'general';
       try {
-        const note = await db.transaction().execute(async (tx) => {
-          const [row] = await records.insertNotes(
-            sender.accountId,
-            [
-              {
-                recordId,
-                kind,
-                body: input.body,
-                tag: input.tag ?? null,
-                senderName: sender.keyName,
-                idempotencyKey: input.idempotencyKey ?? null,
-              },
-            ],
-            tx,
-          );
-          await records.insertEvents(
-            sender.accountId,
-            [
-              {
-                recordId,
-                type: 'note_added',
-                message: input.body.slice(0, 500),
-                actor: 'api',
-                data: { sender: 'api', sender_name: sender.keyName, kind, request_id: sender.requestId },
-              },
-            ],
-            tx,
-          );
-          return row!;
-        });
+        const note = await records.insertNoteWithEvent(
+          sender.accountId,
+          {
+            recordId,
+            kind,
+            body: input.body,
+            tag: input.tag ?? null,
+            senderName: sender.keyName,
+            idempotencyKey: input.idempotencyKey ?? null,
+          },
+          {
+            message: input.body.slice(0, 500),
+            data: { sender: 'api', sender_name: sender.keyName, kind, request_id: sender.requestId },
+          },
+        );
         return { note: presentNote(note), replayed: false };
       } catch (error) {
         // Two requests with one key at once: the unique index let one in; answer with its note.

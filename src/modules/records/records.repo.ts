@@ -366,6 +366,28 @@ export function createRecordsRepo(db: Executor) {
         .execute();
     },
 
+    /** One note with its `note_added` event, in one statement (one round trip, no transaction). */
+    async insertNoteWithEvent(
+      accountId: string,
+      note: NoteInput,
+      event: { message: string; data: Record<string, unknown> },
+    ) {
+      const result = await sql<{ id: string; record_id: string; kind: string; created_at: Date }>`
+        WITH note AS (
+          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name, idempotency_key)
+          VALUES (${accountId}, ${randomUUID()}, ${note.recordId}, ${note.kind}, ${note.body}, ${note.tag ?? null},
+            ${note.senderName ?? null}, ${note.idempotencyKey ?? null})
+          RETURNING id, record_id, kind, created_at
+        ), added AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', ${event.message}, 'api',
+            ${toJson(event.data)}::jsonb
+          FROM note
+        )
+        SELECT id, record_id, kind, created_at FROM note ${PREPARED}`.execute(db);
+      return result.rows[0]!;
+    },
+
     async insertNotes(accountId: string, notes: NoteInput[], tx: Executor = db) {
       if (notes.length === 0) return [];
       return tx
@@ -461,14 +483,18 @@ export function createRecordsReadRepo(db: Executor) {
 
     documentsOf(accountId: string, recordIds: string[], tx: Executor = db) {
       if (recordIds.length === 0) return Promise.resolve([]);
-      return tx
-        .selectFrom('documents')
-        .select(['id', 'record_id', 'name', 'mime', 'size', 'field', 'created_at'])
-        .where('account_id', '=', accountId)
-        .where('record_id', 'in', recordIds)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
+      return (
+        tx
+          .selectFrom('documents')
+          .select(['id', 'record_id', 'name', 'mime', 'size', 'field', 'created_at'])
+          .where('account_id', '=', accountId)
+          // One array parameter rather than an `in` list: one fixed text, prepared.
+          .where('record_id', '=', sql<string>`any(${recordIds}::uuid[])`)
+          .orderBy('created_at')
+          .orderBy('id')
+          .modifyEnd(PREPARED)
+          .execute()
+      );
     },
 
     latestEvents(accountId: string, recordId: string, limit: number, tx: Executor = db) {
