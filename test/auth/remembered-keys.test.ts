@@ -129,50 +129,103 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
 
     it('refuses a revoked remembered key on S1 intake, with an idempotency key, and on the update path', async () => {
       const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
-      const { id, key } = await newKey(account);
-      const s1First = await t.request({
+      // Each check gets its own key, remembered and then revoked elsewhere: a refused key is
+      // forgotten, so a second request with it would be looked up and refused at the door.
+      async function rememberedThenRevoked(warmUp: (key: string) => Promise<void>) {
+        const { id, key } = await newKey(account);
+        await warmUp(key);
+        await revokeElsewhere(account, id);
+        return key;
+      }
+      const plainWarmUp = async (key: string) => {
+        const res = await t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key,
+          body: lead(`${key}@x.test`),
+        });
+        expect(res.statusCode).toBe(201);
+      };
+      await t.request({
         method: 'POST',
         url: '/api/intake',
-        key,
+        key: account.apiKey,
         body: { entity: 'lead', email: 'dup@x.test' },
       });
-      expect(s1First.statusCode).toBe(200);
-      const keyed = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key,
-        headers: { 'idempotency-key': 'once' },
-        body: lead('keyed@x.test'),
-      });
-      expect(keyed.statusCode).toBe(201);
-      await revokeElsewhere(account, id);
+      const before = await count('records', account);
 
+      const s1Key = await rememberedThenRevoked(plainWarmUp);
       const s1 = await t.request({
         method: 'POST',
         url: '/api/intake',
-        key,
+        key: s1Key,
         body: { entity: 'lead', email: 'new@x.test' },
       });
       expect(s1.statusCode).toBe(401);
       expect(s1.json()).toMatchObject({ status: 'error' });
-      // The stored answer of the idempotency key is not handed to a revoked key.
+
+      // The stored answer of an idempotency key is not handed to a revoked key.
+      const replayKey = await rememberedThenRevoked(async (key) => {
+        const keyed = await t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key,
+          headers: { 'idempotency-key': 'once' },
+          body: lead('keyed@x.test'),
+        });
+        expect(keyed.statusCode).toBe(201);
+      });
       const replay = await t.request({
         method: 'POST',
         url: '/api/v1/records',
-        key,
+        key: replayKey,
         headers: { 'idempotency-key': 'once' },
         body: lead('keyed@x.test'),
       });
       expect(replay.statusCode).toBe(401);
+
+      // A first request with a new idempotency key writes nothing and leaves the key free.
+      const freshKey = await rememberedThenRevoked(plainWarmUp);
+      const fresh = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: freshKey,
+        headers: { 'idempotency-key': 'fresh' },
+        body: lead('fresh@x.test'),
+      });
+      expect(fresh.statusCode).toBe(401);
+      const retried = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        headers: { 'idempotency-key': 'fresh' },
+        body: lead('fresh@x.test'),
+      });
+      expect(retried.statusCode).toBe(201);
+
       // A duplicate that would update the stored record.
+      const updateKey = await rememberedThenRevoked(plainWarmUp);
       const update = await t.request({
         method: 'POST',
         url: '/api/v1/records',
-        key,
+        key: updateKey,
         body: lead('dup@x.test'),
       });
       expect(update.statusCode).toBe(401);
-      expect(await count('records', account)).toBe(2);
+      // Four warm-ups, the keyed record and the retried one; nothing from a revoked key.
+      expect(await count('records', account)).toBe(before + 5);
+    });
+
+    it('refuses a revoked remembered key on the transactional path (a create rule)', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'create' } });
+      const { id, key } = await newKey(account);
+      expect(
+        (await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('c@x.test') })).statusCode,
+      ).toBe(201);
+      await revokeElsewhere(account, id);
+      const again = await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('c@x.test') });
+      expect(again.statusCode).toBe(401);
+      expect(await count('records', account)).toBe(1);
     });
 
     it('does not take a remembered key on routes that do not check it themselves', async () => {

@@ -125,12 +125,17 @@ export function createIdempotencyService({
       ref: IdempotencyRef,
       body: unknown,
       work: (store: StoreAnswer) => Promise<StoredAnswer>,
+      /** Runs before a stored answer is handed out (a check of the caller's credential). */
+      beforeReplay?: () => Promise<void>,
     ): Promise<IdempotentResult> {
       const hash = requestHash(body);
       const claimed = (await repo.claim(accountId, ref, hash, LEASE_SECONDS, TTL_HOURS))
         ? 'claim'
         : await waitForAnswer(accountId, ref, hash);
-      if (claimed !== 'claim') return claimed;
+      if (claimed !== 'claim') {
+        await beforeReplay?.();
+        return claimed;
+      }
 
       let stored = false;
       const store: StoreAnswer = {

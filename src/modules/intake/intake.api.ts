@@ -49,9 +49,15 @@ export function createIntakeApi({
     };
     if (rawKey === undefined) return { ...(await run()), replayed: false };
     const key = checkIdempotencyKey(rawKey);
-    // A stored answer is only for a live key.
-    await intake.checkKey(ctx);
-    return idempotency.run(ctx.accountId, { scope, key }, body, (store) => run(store));
+    // A first request's write checks a remembered key itself; a stored answer is handed only to
+    // a key checked live first.
+    return idempotency.run(
+      ctx.accountId,
+      { scope, key },
+      body,
+      (store) => run(store),
+      () => intake.checkKey(ctx),
+    );
   }
 
   return {
