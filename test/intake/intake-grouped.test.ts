@@ -54,32 +54,6 @@ describe.each(TEST_DATABASES)('grouped single-record intake on %s', (kind) => {
       expect(new Set(log.map((entry) => entry.record_id))).toEqual(new Set(ids));
       expect(new Set(log.map((entry) => entry.request_id)).size).toBe(30);
     });
-
-    it('groups requests with idempotency keys and stores each answer with its record', async () => {
-      const account = await accountWithLeads(t);
-      const keyed = (i: number) =>
-        t.request({
-          method: 'POST',
-          url: '/api/v1/records',
-          key: account.apiKey,
-          headers: { 'idempotency-key': `key-${i}` },
-          body: lead(`k${i}@x.test`),
-        });
-      const first = await Promise.all(Array.from({ length: 12 }, (_, i) => keyed(i)));
-      expect(first.map((answer) => answer.statusCode)).toEqual(Array(12).fill(201));
-      const transactions = await rows(sql<{ n: number }>`
-        SELECT count(DISTINCT xmin::text)::int AS n FROM records WHERE account_id = ${account.id}`);
-      if (kind === 'postgres') expect(transactions[0]!.n).toBeLessThan(12);
-      const replays = await Promise.all(Array.from({ length: 12 }, (_, i) => keyed(i)));
-      replays.forEach((replay, i) => {
-        expect(replay.statusCode).toBe(201);
-        expect(replay.headers['idempotent-replayed']).toBe('true');
-        expect(replay.json()).toEqual(first[i]!.json());
-      });
-      const records = await rows(sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM records WHERE account_id = ${account.id}`);
-      expect(records[0]!.n).toBe(12);
-    });
   });
 
   describe('errors', () => {

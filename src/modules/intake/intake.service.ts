@@ -135,8 +135,7 @@ export interface IntakeServiceDeps {
   intakeLog: IntakeRepo;
   documents: DocumentsService;
   /**
-   * Single-record creations written at once, each in one statement (with its idempotent
-   * answer, if any); creations that arrive
+   * Single-record creations written at once, each in one statement; creations that arrive
    * while all of these run go together in the next statement (group commit). Default 4; 0
    * writes each creation on its own.
    */
@@ -305,7 +304,7 @@ export function createIntakeService({
       warnings: [...prepared.warnings],
     };
     const uncheckedKeyId = ctx.key && !ctx.key.checked ? ctx.key.keyId : null;
-    if (concurrentCreates > 0 && prepared.assigneeId === null && prepared.viewerIds.length === 0) {
+    if (concurrentCreates > 0 && !store && prepared.assigneeId === null && prepared.viewerIds.length === 0) {
       const grouped = await groupedCreates
         .submit(ctx.accountId, {
           row,
@@ -323,7 +322,6 @@ export function createIntakeService({
             warnings: outcome.warnings,
           },
           uncheckedKeyId,
-          answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
         })
         // A statement that failed as a whole is retried alone below, so that each handover
         // gets its own answer (and a broken connection its 503 there).
@@ -338,7 +336,6 @@ export function createIntakeService({
       }
       if (grouped?.kind === 'created') {
         if (ctx.key) ctx.key.checked = true;
-        store?.saved();
         outcome.createdAt = iso(grouped.createdAt);
         return { status: 201, body: answer(outcome), outcome };
       }

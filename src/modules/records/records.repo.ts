@@ -157,8 +157,6 @@ export function createRecordsRepo(db: Executor) {
         log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] };
         /** An API key taken from memory: the item is written only while the key is unrevoked. */
         uncheckedKeyId?: string | null;
-        /** The idempotent answer to store with the item's record, under the claimed key. */
-        answer?: { scope: string; key: string; statusCode: number; body: unknown } | null;
       }[],
     ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string> }> {
       if (items.length === 0) return { created: new Map(), keyRevoked: new Set() };
@@ -185,10 +183,6 @@ export function createRecordsRepo(db: Executor) {
         entity_key: item.log.entityKey,
         warnings: item.log.warnings,
         key_id: item.uncheckedKeyId ?? null,
-        answer_scope: item.answer?.scope ?? null,
-        answer_key: item.answer?.key ?? null,
-        answer_status: item.answer?.statusCode ?? null,
-        answer_body: item.answer ? item.answer.body : null,
       }));
       const result = await sql<{ id: string; created_at: Date | null }>`
         WITH given AS (
@@ -196,7 +190,7 @@ export function createRecordsRepo(db: Executor) {
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             event_message text, event_data jsonb, notes jsonb, request_id text, endpoint text, entity_key text,
-            warnings jsonb, key_id uuid, answer_scope text, answer_key text, answer_status int, answer_body jsonb)
+            warnings jsonb, key_id uuid)
         ), input AS (
           SELECT * FROM given
           WHERE key_id IS NULL OR EXISTS (
@@ -232,11 +226,6 @@ export function createRecordsRepo(db: Executor) {
           SELECT ${accountId}::uuid, gen_random_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
             input.entity_key, input.source, input.warnings
           FROM ins JOIN input USING (id)
-        ), stored_answers AS (
-          UPDATE idempotency_keys SET state = 'done', status_code = input.answer_status, response = input.answer_body
-          FROM ins JOIN input USING (id)
-          WHERE input.answer_key IS NOT NULL AND idempotency_keys.account_id = ${accountId}::uuid
-            AND idempotency_keys.scope = input.answer_scope AND idempotency_keys.key = input.answer_key
         )
         SELECT id, created_at FROM ins
         UNION ALL
