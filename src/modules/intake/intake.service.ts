@@ -186,6 +186,40 @@ export function createIntakeService({
     viewerIds: string[];
   }
 
+  /** The handover's email-role value as given, for S1 bulk answers. */
+  function givenEmailOf({ entity, values }: Prepared): string | null {
+    const emailField = entity.fields.find((field) => field.role === 'email');
+    const given = emailField ? values[emailField.key] : undefined;
+    return typeof given === 'string' ? given : null;
+  }
+
+  /** What a new record is written with besides its row: history, notes, intake-log entry. */
+  function newRecordItem(
+    ctx: IntakeContext,
+    row: NewRecordRow,
+    handover: Handover,
+    entityKey: string,
+    warnings: Warning[],
+  ): ManyItem {
+    return {
+      row,
+      eventMessage: `Created from ${row.source}`,
+      eventData: { source: row.source, request_id: ctx.requestId },
+      notes: handover.notes.map((note) => ({
+        body: note.body,
+        tag: note.tag ?? null,
+        senderName: ctx.keyName,
+      })),
+      log: { requestId: ctx.requestId, endpoint: ctx.endpoint, entityKey, warnings },
+    };
+  }
+
+  /** A remembered key that a write found revoked: forgotten, and the request refused. */
+  function refuseRevokedKey(ctx: IntakeContext): never {
+    auth.forgetApiKey(ctx.accountId, ctx.key!.keyId);
+    throw new AppError('unauthorized');
+  }
+
   /** Refuses a remembered API key that was revoked since; a live one counts as checked. */
   async function checkKey(ctx: IntakeContext) {
     if (!ctx.key || ctx.key.checked) return;
@@ -292,64 +326,34 @@ export function createIntakeService({
     if (handover.documents.length > 0 || entity.duplicateRule?.action === 'create') return undefined;
     if (missingRequired(entity, prepared.values).length > 0) return undefined;
     const row = newRecordRow(ctx, handover, prepared, null);
-    const emailField = entity.fields.find((field) => field.role === 'email');
-    const givenEmail = emailField ? prepared.values[emailField.key] : undefined;
     const outcome: IntakeOutcome = {
       recordId: row.id,
       entityKey: entity.key,
       created: true,
       updated: false,
       createdAt: new Date().toISOString(),
-      email: typeof givenEmail === 'string' ? givenEmail : null,
+      email: givenEmailOf(prepared),
       warnings: [...prepared.warnings],
     };
+    const item = newRecordItem(ctx, row, handover, entity.key, outcome.warnings);
     const uncheckedKeyId = ctx.key && !ctx.key.checked ? ctx.key.keyId : null;
     if (concurrentCreates > 0 && !store && prepared.assigneeId === null && prepared.viewerIds.length === 0) {
       const grouped = await groupedCreates
-        .submit(ctx.accountId, {
-          row,
-          eventMessage: `Created from ${row.source}`,
-          eventData: { source: row.source, request_id: ctx.requestId },
-          notes: handover.notes.map((note) => ({
-            body: note.body,
-            tag: note.tag ?? null,
-            senderName: ctx.keyName,
-          })),
-          log: {
-            requestId: ctx.requestId,
-            endpoint: ctx.endpoint,
-            entityKey: entity.key,
-            warnings: outcome.warnings,
-          },
-          uncheckedKeyId,
-        })
+        .submit(ctx.accountId, { ...item, uncheckedKeyId })
         // A statement that failed as a whole is retried alone below, so that each handover
         // gets its own answer (and a broken connection its 503 there).
         .catch(() => null);
-      if (grouped?.kind === 'key_revoked') {
-        auth.forgetApiKey(ctx.accountId, ctx.key!.keyId);
-        throw new AppError('unauthorized');
-      }
-      if (grouped?.kind === 'refused') {
+      if (grouped?.kind === 'key_revoked') refuseRevokedKey(ctx);
+      if (grouped) {
         if (ctx.key) ctx.key.checked = true;
-        return undefined;
-      }
-      if (grouped?.kind === 'created') {
-        if (ctx.key) ctx.key.checked = true;
+        if (grouped.kind === 'refused') return undefined;
         outcome.createdAt = iso(grouped.createdAt);
         return { status: 201, body: answer(outcome), outcome };
       }
     }
     const created = await records.createInOneStatement(ctx.accountId, row, {
-      event: {
-        message: `Created from ${row.source}`,
-        data: { source: row.source, request_id: ctx.requestId },
-      },
-      notes: handover.notes.map((note) => ({
-        body: note.body,
-        tag: note.tag ?? null,
-        senderName: ctx.keyName,
-      })),
+      event: { message: item.eventMessage, data: item.eventData },
+      notes: item.notes,
       log: {
         requestId: ctx.requestId,
         endpoint: ctx.endpoint,
@@ -361,10 +365,7 @@ export function createIntakeService({
       answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
       uncheckedKeyId,
     });
-    if (!created.keyLive) {
-      auth.forgetApiKey(ctx.accountId, ctx.key!.keyId);
-      throw new AppError('unauthorized');
-    }
+    if (!created.keyLive) refuseRevokedKey(ctx);
     if (ctx.key) ctx.key.checked = true;
     if (!created.record) return undefined;
     store?.saved();
@@ -481,9 +482,7 @@ export function createIntakeService({
   ): Promise<IntakeOutcome> {
     const { entity } = prepared;
     const warnings = [...prepared.warnings];
-    const emailField = entity.fields.find((field) => field.role === 'email');
-    const givenEmail = emailField ? prepared.values[emailField.key] : undefined;
-    const email = typeof givenEmail === 'string' ? givenEmail : null;
+    const email = givenEmailOf(prepared);
     const outcome = (
       row: { id: string; created_at: Date },
       created: boolean,
@@ -681,28 +680,13 @@ export function createIntakeService({
       }
       const { created } = await records.createManyInOneStatement(
         ctx.accountId,
-        batch.map(({ row, prepared, handover }) => ({
-          row,
-          eventMessage: `Created from ${row.source}`,
-          eventData: { source: row.source, request_id: ctx.requestId },
-          notes: handover.notes.map((note) => ({
-            body: note.body,
-            tag: note.tag ?? null,
-            senderName: ctx.keyName,
-          })),
-          log: {
-            requestId: ctx.requestId,
-            endpoint: ctx.endpoint,
-            entityKey: prepared.entity.key,
-            warnings: prepared.warnings,
-          },
-        })),
+        batch.map(({ row, prepared, handover }) =>
+          newRecordItem(ctx, row, handover, prepared.entity.key, prepared.warnings),
+        ),
       );
       for (const { index, row, prepared } of batch) {
         const createdAt = created.get(row.id);
         if (!createdAt) continue;
-        const emailField = prepared.entity.fields.find((field) => field.role === 'email');
-        const givenEmail = emailField ? prepared.values[emailField.key] : undefined;
         results[index] = {
           kind: 'done',
           status: 201,
@@ -712,36 +696,10 @@ export function createIntakeService({
             created: true,
             updated: false,
             createdAt: iso(createdAt),
-            email: typeof givenEmail === 'string' ? givenEmail : null,
+            email: givenEmailOf(prepared),
             warnings: [...prepared.warnings],
           }),
         };
-      }
-      return results;
-    },
-
-    /**
-     * Takes in many records; each entry is its own transaction, so that a failed entry never
-     * blocks the others (interface: POST /api/v1/records/bulk).
-     */
-    async intakeEach(
-      ctx: IntakeContext,
-      handovers: (Handover | AppError)[],
-    ): Promise<({ ok: true; outcome: IntakeOutcome } | { ok: false; error: AppError })[]> {
-      const results: ({ ok: true; outcome: IntakeOutcome } | { ok: false; error: AppError })[] = [];
-      for (const handover of handovers) {
-        if (handover instanceof AppError) {
-          await logRefusal(ctx, null, handover);
-          results.push({ ok: false, error: handover });
-          continue;
-        }
-        try {
-          const { outcome } = await this.intakeOne(ctx, handover, () => null);
-          results.push({ ok: true, outcome });
-        } catch (error) {
-          if (!(error instanceof AppError)) throw error;
-          results.push({ ok: false, error });
-        }
       }
       return results;
     },
