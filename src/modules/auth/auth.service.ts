@@ -39,7 +39,7 @@ export interface AuthServiceDeps {
  * refuses a revoked key. Changes of a key's strict flag and of the account's modules or rate
  * limit reach other nodes within this time (the node that made the change forgets at once).
  */
-export const REMEMBERED_KEY_MS = 10_000;
+const REMEMBERED_KEY_MS = 10_000;
 const REMEMBERED_KEYS_MAX = 10_000;
 
 type ApiKeyCredential = Extract<Credential, { kind: 'api_key' }>;
@@ -59,6 +59,10 @@ export function createAuthService({ repo, secret, now = () => new Date() }: Auth
 
   function forget(test: (credential: ApiKeyCredential) => boolean) {
     for (const [hash, entry] of remembered) if (test(entry.credential)) remembered.delete(hash);
+  }
+
+  function forgetApiKey(accountId: string, keyId: string) {
+    forget((credential) => credential.account.id === accountId && credential.keyId === keyId);
   }
 
   return {
@@ -97,13 +101,11 @@ export function createAuthService({ repo, secret, now = () => new Date() }: Auth
     /** Whether an API key taken from memory is still live; a revoked one is forgotten. */
     async checkApiKey(accountId: string, keyId: string): Promise<boolean> {
       if (await repo.isApiKeyLive(accountId, keyId)) return true;
-      this.forgetApiKey(accountId, keyId);
+      forgetApiKey(accountId, keyId);
       return false;
     },
 
-    forgetApiKey(accountId: string, keyId: string) {
-      forget((credential) => credential.account.id === accountId && credential.keyId === keyId);
-    },
+    forgetApiKey,
 
     /** After a change of the account (modules, rate limit) or of one of its keys. */
     forgetAccount(accountId: string) {
