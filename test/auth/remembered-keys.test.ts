@@ -18,6 +18,14 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
   afterAll(async () => t?.close());
 
   const lead = (email: string) => ({ entity: 'lead', fields: { email, first_name: 'Ada' } });
+  const postRecord = (key: string, body: object, idempotencyKey?: string) =>
+    t.request({
+      method: 'POST',
+      url: '/api/v1/records',
+      key,
+      body,
+      ...(idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {}),
+    });
 
   async function newKey(account: TestAccount, body: object = {}): Promise<{ id: string; key: string }> {
     const res = await t.request({
@@ -48,12 +56,7 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
       const account = await accountWithLeads(t);
       const { key } = await newKey(account);
       for (let i = 0; i < 3; i++) {
-        const res = await t.request({
-          method: 'POST',
-          url: '/api/v1/records',
-          key,
-          body: lead(`a${i}@x.test`),
-        });
+        const res = await postRecord(key, lead(`a${i}@x.test`));
         expect(res.statusCode).toBe(201);
       }
       expect(await count('records', account)).toBe(3);
@@ -65,7 +68,7 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
       const account = await accountWithLeads(t);
       const { id, key } = await newKey(account);
       const body = { entity: 'lead', fields: { email: 'strict@x.test', surprise: 'yes' } };
-      const lax = await t.request({ method: 'POST', url: '/api/v1/records', key, body });
+      const lax = await postRecord(key, body);
       expect(lax.statusCode).toBe(201);
       const patched = await t.request({
         method: 'PATCH',
@@ -74,12 +77,7 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
         body: { strict: true },
       });
       expect(patched.statusCode).toBe(200);
-      const strict = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key,
-        body: { ...body, fields: { ...body.fields, email: 'strict2@x.test' } },
-      });
+      const strict = await postRecord(key, { ...body, fields: { ...body.fields, email: 'strict2@x.test' } });
       expect(strict.statusCode).toBe(422);
     });
   });
@@ -88,17 +86,12 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
     it('refuses a key revoked by another node at once, writing nothing', async () => {
       const account = await accountWithLeads(t);
       const { id, key } = await newKey(account);
-      const first = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key,
-        body: lead('one@x.test'),
-      });
+      const first = await postRecord(key, lead('one@x.test'));
       expect(first.statusCode).toBe(201);
       const logged = await count('intake_log', account);
       await revokeElsewhere(account, id);
 
-      const s2 = await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('two@x.test') });
+      const s2 = await postRecord(key, lead('two@x.test'));
       expect(s2.statusCode).toBe(401);
       expect(s2.json()).toEqual({ error: 'unauthorized' });
       expect(await count('records', account)).toBe(1);
@@ -108,21 +101,13 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
     it('answers 401, not the body error, to a revoked remembered key with a bad body', async () => {
       const account = await accountWithLeads(t);
       const { id, key } = await newKey(account);
-      expect(
-        (await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('ok@x.test') }))
-          .statusCode,
-      ).toBe(201);
+      expect((await postRecord(key, lead('ok@x.test'))).statusCode).toBe(201);
       await revokeElsewhere(account, id);
       const logged = await count('intake_log', account);
       // Fails the route schema (no entity), and fails the entity's rules (no email).
-      const schema = await t.request({ method: 'POST', url: '/api/v1/records', key, body: { fields: {} } });
+      const schema = await postRecord(key, { fields: {} });
       expect(schema.statusCode).toBe(401);
-      const rules = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key,
-        body: { entity: 'lead', fields: { first_name: 'No email' } },
-      });
+      const rules = await postRecord(key, { entity: 'lead', fields: { first_name: 'No email' } });
       expect(rules.statusCode).toBe(401);
       expect(await count('intake_log', account)).toBe(logged);
     });
@@ -138,12 +123,7 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
         return key;
       }
       const plainWarmUp = async (key: string) => {
-        const res = await t.request({
-          method: 'POST',
-          url: '/api/v1/records',
-          key,
-          body: lead(`${key}@x.test`),
-        });
+        const res = await postRecord(key, lead(`${key}@x.test`));
         expect(res.statusCode).toBe(201);
       };
       await t.request({
@@ -166,51 +146,22 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
 
       // The stored answer of an idempotency key is not handed to a revoked key.
       const replayKey = await rememberedThenRevoked(async (key) => {
-        const keyed = await t.request({
-          method: 'POST',
-          url: '/api/v1/records',
-          key,
-          headers: { 'idempotency-key': 'once' },
-          body: lead('keyed@x.test'),
-        });
+        const keyed = await postRecord(key, lead('keyed@x.test'), 'once');
         expect(keyed.statusCode).toBe(201);
       });
-      const replay = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key: replayKey,
-        headers: { 'idempotency-key': 'once' },
-        body: lead('keyed@x.test'),
-      });
+      const replay = await postRecord(replayKey, lead('keyed@x.test'), 'once');
       expect(replay.statusCode).toBe(401);
 
       // A first request with a new idempotency key writes nothing and leaves the key free.
       const freshKey = await rememberedThenRevoked(plainWarmUp);
-      const fresh = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key: freshKey,
-        headers: { 'idempotency-key': 'fresh' },
-        body: lead('fresh@x.test'),
-      });
+      const fresh = await postRecord(freshKey, lead('fresh@x.test'), 'fresh');
       expect(fresh.statusCode).toBe(401);
-      const retried = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key: account.apiKey,
-        headers: { 'idempotency-key': 'fresh' },
-        body: lead('fresh@x.test'),
-      });
+      const retried = await postRecord(account.apiKey, lead('fresh@x.test'), 'fresh');
       expect(retried.statusCode).toBe(201);
 
       // A duplicate that would update the stored record.
       const updateKey = await rememberedThenRevoked(plainWarmUp);
-      const update = await t.request({
-        method: 'POST',
-        url: '/api/v1/records',
-        key: updateKey,
-        body: lead('dup@x.test'),
-      });
+      const update = await postRecord(updateKey, lead('dup@x.test'));
       expect(update.statusCode).toBe(401);
       // Four warm-ups, the keyed record and the retried one; nothing from a revoked key.
       expect(await count('records', account)).toBe(before + 5);
@@ -219,11 +170,9 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
     it('refuses a revoked remembered key on the transactional path (a create rule)', async () => {
       const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'create' } });
       const { id, key } = await newKey(account);
-      expect(
-        (await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('c@x.test') })).statusCode,
-      ).toBe(201);
+      expect((await postRecord(key, lead('c@x.test'))).statusCode).toBe(201);
       await revokeElsewhere(account, id);
-      const again = await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('c@x.test') });
+      const again = await postRecord(key, lead('c@x.test'));
       expect(again.statusCode).toBe(401);
       expect(await count('records', account)).toBe(1);
     });
@@ -231,9 +180,7 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
     it('does not take a remembered key on routes that do not check it themselves', async () => {
       const account = await accountWithLeads(t);
       const { id, key } = await newKey(account);
-      expect(
-        (await t.request({ method: 'POST', url: '/api/v1/records', key, body: lead('r@x.test') })).statusCode,
-      ).toBe(201);
+      expect((await postRecord(key, lead('r@x.test'))).statusCode).toBe(201);
       await revokeElsewhere(account, id);
       const read = await t.request({ method: 'GET', url: '/api/v1/records', key });
       expect(read.statusCode).toBe(401);
