@@ -3,6 +3,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { startEmbeddedAutovacuum } from './autovacuum.ts';
 import { executeMarkedStatementsByNameOnPGlite, preparedNameOf } from './prepared.ts';
 import type { Db } from './types.ts';
 
@@ -15,6 +16,11 @@ export interface DatabaseHandle {
   url?: string;
   /** The embedded instance, for components that speak to it directly (the job queue). */
   pglite?: PGlite;
+  /**
+   * Where a failed maintenance pass of the embedded database is reported (see autovacuum.ts);
+   * a process with a logger sets its own.
+   */
+  onMaintenanceError: (error: unknown) => void;
   /** Closes the pool (or the embedded database) and releases the data-directory lock. */
   close(): Promise<void>;
 }
@@ -100,6 +106,13 @@ export interface OpenDatabaseOptions {
   poolSize: number;
   /** Embedded only: keep the database in memory (tests). */
   inMemory?: boolean;
+  /** Embedded only: how often tables are checked for ANALYZE and VACUUM (autovacuum.ts). */
+  autovacuumIntervalMs?: number;
+}
+
+/** Until a process sets its logger: a warning on stderr, which never stops the process. */
+function reportMaintenanceError(error: unknown) {
+  process.emitWarning(`embedded database maintenance failed: ${String(error)}`);
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
@@ -127,6 +140,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       db,
       kind: 'postgres',
       url: options.databaseUrl,
+      // PostgreSQL's own autovacuum daemon maintains its tables.
+      onMaintenanceError: reportMaintenanceError,
       close: () => db.destroy(),
     };
   }
@@ -138,18 +153,27 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       : await PGlite.create({ dataDir: path.join(options.dataDir, 'pgdata') });
     executeMarkedStatementsByNameOnPGlite(pglite);
     const db: Db = new Kysely({ dialect: new PGliteDialect({ pglite }) });
-    return {
+    const handle: DatabaseHandle = {
       db,
       kind: 'pglite',
       pglite,
+      onMaintenanceError: reportMaintenanceError,
       close: async () => {
         try {
+          await autovacuum.stop();
           await db.destroy();
+          // Kysely closes the instance only if a query went through it.
+          if (!pglite.closed) await pglite.close();
         } finally {
           release();
         }
       },
     };
+    const autovacuum = startEmbeddedAutovacuum(pglite, {
+      intervalMs: options.autovacuumIntervalMs,
+      onError: (error) => handle.onMaintenanceError(error),
+    });
+    return handle;
   } catch (error) {
     release();
     throw error;

@@ -39,6 +39,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       },
     });
 
+    const log = app.log;
+    database.onMaintenanceError = (error) => log.warn({ err: error }, 'embedded database maintenance failed');
     const demo = config.createDemo ? await createDemoOnce(database.db, services) : null;
     try {
       await app.listen({ port: config.port, host: config.host });

@@ -34,6 +34,8 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
   process.on('SIGINT', onSignal);
   try {
     const runtime = await openRuntime(config);
+    runtime.database.onMaintenanceError = (error) =>
+      logger.warn({ err: error }, 'embedded database maintenance failed');
     try {
       const queue = createWorkers(runtime, logger);
       try {
