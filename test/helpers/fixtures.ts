@@ -46,3 +46,10 @@ export async function accountWithLeads(
   await putEntity(t, account, 'lead', { ...LEAD_ENTITY, duplicate_rule: options.duplicateRule ?? null });
   return account;
 }
+
+/** A record's history as the account reads it (the S1 lead view's latest events), newest first. */
+export async function historyOf(t: TestApp, key: string, recordId: string): Promise<string[]> {
+  const response = await t.request({ method: 'GET', url: `/api/leads/${recordId}`, key });
+  if (response.statusCode !== 200) throw new Error(`history of ${recordId}: ${response.statusCode}`);
+  return (response.json().events as { type: string }[]).map((event) => event.type);
+}

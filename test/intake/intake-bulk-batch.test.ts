@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads } from '../helpers/fixtures.ts';
+import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
   let t: TestApp;
@@ -64,12 +64,11 @@ describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
       .where('record_id', '=', results[0].id)
       .execute();
     expect(notes).toEqual([{ body: 'first' }]);
-    const events = await t.db
-      .selectFrom('record_events')
-      .select('type')
-      .where('record_id', '=', results[0].id)
-      .execute();
-    expect(events.map((e) => e.type).sort()).toEqual(['lead_created', 'lead_updated', 'note_added']);
+    expect(await historyOf(t, account.apiKey, results[0].id)).toEqual([
+      'lead_updated',
+      'note_added',
+      'lead_created',
+    ]);
     const log = await t.db
       .selectFrom('intake_log')
       .select('outcome')

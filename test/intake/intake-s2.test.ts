@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads } from '../helpers/fixtures.ts';
+import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) => {
   let t: TestApp;
@@ -63,12 +63,20 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
         key: account.apiKey,
       });
       expect(read.json().crm).toEqual({ pipeline: 'Sales', stage: 'New' });
+      expect(await historyOf(t, account.apiKey, record.id)).toEqual(['lead_created']);
+      expect(record.stage_entered_at).toEqual(record.created_at);
+      // The creation and the first stage are facts of the record row, not history rows.
       const events = await t.db
         .selectFrom('record_events')
-        .select('type')
+        .select('id')
         .where('record_id', '=', record.id)
         .execute();
-      expect(events.map((e) => e.type)).toContain('lead_created');
+      const stays = await t.db
+        .selectFrom('stage_history')
+        .select('id')
+        .where('record_id', '=', record.id)
+        .execute();
+      expect([...events, ...stays]).toEqual([]);
     });
 
     it('reads top-level keys as field names and stores meta origin keys and source', async () => {

@@ -203,8 +203,6 @@ export function createIntakeService({
   ): ManyItem {
     return {
       row,
-      eventMessage: `Created from ${row.source}`,
-      eventData: { source: row.source, request_id: ctx.requestId },
       notes: handover.notes.map((note) => ({
         body: note.body,
         tag: note.tag ?? null,
@@ -352,7 +350,6 @@ export function createIntakeService({
       }
     }
     const created = await records.createInOneStatement(ctx.accountId, row, {
-      event: { message: item.eventMessage, data: item.eventData },
       notes: item.notes,
       log: {
         requestId: ctx.requestId,
@@ -406,29 +403,16 @@ export function createIntakeService({
     duplicateOf: string | null,
     sharesDuplicateValues = false,
   ) {
-    const { entity, values, placement } = prepared;
+    const { entity, values } = prepared;
     const missing = missingRequired(entity, values);
     if (missing.length > 0) throw new AppError('validation_failed', { details: missing });
     const newRow = newRecordRow(ctx, handover, prepared, duplicateOf);
     // A record that knowingly shares the duplicate-rule values of another (a new external id)
     // stays out of the uniqueness rule.
     if (sharesDuplicateValues) newRow.dedupeUnique = false;
-    const { id, source } = newRow;
+    const { id } = newRow;
+    // Its creation and first stage are facts of the row itself (see records.latestEvents).
     const row = await records.insert(ctx.accountId, newRow, tx);
-    await records.insertEvents(
-      ctx.accountId,
-      [
-        {
-          recordId: id,
-          type: 'lead_created',
-          message: `Created from ${source}`,
-          data: { source, request_id: ctx.requestId, ...(duplicateOf ? { duplicate_of: duplicateOf } : {}) },
-        },
-      ],
-      tx,
-    );
-    if (placement)
-      await records.insertStageEntry(ctx.accountId, id, placement.pipeline.id, placement.stage.id, tx);
     await addNotes(ctx, tx, id, handover.notes);
     return row;
   }

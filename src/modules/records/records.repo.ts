@@ -65,8 +65,8 @@ export function createRecordsRepo(db: Executor) {
     },
 
     /**
-     * Creates a record with its history, stage entry, notes, intake log entry and stored
-     * idempotent answer in one statement (one round trip, atomic on its own). Answers undefined
+     * Creates a record with its notes, intake log entry and stored idempotent answer in one
+     * statement (its creation and first stage are facts of its row, see `latestEvents`) (one round trip, atomic on its own). Answers undefined
      * when a unique rule refused the record (same external id, or same duplicate-rule values),
      * and then nothing at all was written.
      */
@@ -74,7 +74,6 @@ export function createRecordsRepo(db: Executor) {
       accountId: string,
       row: NewRecordRow,
       extras: {
-        event: { message: string; data: Record<string, unknown> };
         notes: { body: string; tag: string | null; senderName: string | null }[];
         log: {
           requestId: string;
@@ -105,14 +104,6 @@ export function createRecordsRepo(db: Executor) {
           FROM key_live WHERE key_live.live
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
-        ), created_event AS (
-          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, gen_random_uuid(), ins.id, 'lead_created', ${extras.event.message}, 'api', ${toJson(extras.event.data)}::jsonb
-          FROM ins
-        ), stage_entry AS (
-          INSERT INTO stage_history (account_id, id, record_id, pipeline_id, stage_id)
-          SELECT ${accountId}, gen_random_uuid(), ins.id, ${row.pipelineId}::uuid, ${row.stageId}::uuid
-          FROM ins WHERE ${row.stageId}::uuid IS NOT NULL
         ), note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
           SELECT ${accountId}, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
@@ -143,16 +134,13 @@ export function createRecordsRepo(db: Executor) {
     },
 
     /**
-     * Creates many new records, each with its history, stage entry, notes and intake log entry,
-     * in one statement. Rows a unique rule refuses (external id, duplicate-rule values, also
+     * Creates many new records, each with its notes and intake log entry, in one statement. Rows a unique rule refuses (external id, duplicate-rule values, also
      * against each other) are skipped; the answer lists the ids that were created.
      */
     async createManyInOneStatement(
       accountId: string,
       items: {
         row: NewRecordRow;
-        eventMessage: string;
-        eventData: Record<string, unknown>;
         notes: { body: string; tag: string | null; senderName: string | null }[];
         log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] };
         /** An API key taken from memory: the item is written only while the key is unrevoked. */
@@ -175,8 +163,6 @@ export function createRecordsRepo(db: Executor) {
         dedupe_unique: item.row.dedupeUnique,
         pipeline_id: item.row.pipelineId,
         stage_id: item.row.stageId,
-        event_message: item.eventMessage,
-        event_data: item.eventData,
         notes: item.notes,
         request_id: item.log.requestId,
         endpoint: item.log.endpoint,
@@ -189,7 +175,7 @@ export function createRecordsRepo(db: Executor) {
           SELECT * FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
-            event_message text, event_data jsonb, notes jsonb, request_id text, endpoint text, entity_key text,
+            notes jsonb, request_id text, endpoint text, entity_key text,
             warnings jsonb, key_id uuid)
         ), input AS (
           SELECT * FROM given
@@ -204,14 +190,6 @@ export function createRecordsRepo(db: Executor) {
           FROM input ORDER BY ord
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
-        ), created_events AS (
-          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'lead_created', input.event_message, 'api', input.event_data
-          FROM ins JOIN input USING (id)
-        ), stage_entries AS (
-          INSERT INTO stage_history (account_id, id, record_id, pipeline_id, stage_id)
-          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, input.pipeline_id, input.stage_id
-          FROM ins JOIN input USING (id) WHERE input.stage_id IS NOT NULL
         ), note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
           SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
@@ -347,25 +325,6 @@ export function createRecordsRepo(db: Executor) {
         .execute();
     },
 
-    async insertStageEntry(
-      accountId: string,
-      recordId: string,
-      pipelineId: string,
-      stageId: string,
-      tx: Executor = db,
-    ) {
-      await tx
-        .insertInto('stage_history')
-        .values({
-          account_id: accountId,
-          id: randomUUID(),
-          record_id: recordId,
-          pipeline_id: pipelineId,
-          stage_id: stageId,
-        })
-        .execute();
-    },
-
     /** One note with its `note_added` event, in one statement (one round trip, no transaction). */
     async insertNoteWithEvent(
       accountId: string,
@@ -497,17 +456,23 @@ export function createRecordsReadRepo(db: Executor) {
       );
     },
 
-    latestEvents(accountId: string, recordId: string, limit: number, tx: Executor = db) {
-      return tx
-        .selectFrom('record_events')
-        .select(['type', 'message', 'created_at'])
-        .where('account_id', '=', accountId)
-        .where('record_id', '=', recordId)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(limit)
-        .modifyEnd(PREPARED)
-        .execute();
+    /**
+     * A record's latest history entries, newest first. Its creation is not a stored event: the
+     * record row holds when and from which source it came in, and the entry `lead_created` is
+     * made from it here, older than any stored event of the same instant.
+     */
+    async latestEvents(accountId: string, recordId: string, limit: number, tx: Executor = db) {
+      const result = await sql<{ type: string; message: string; created_at: Date }>`
+        SELECT type, message, created_at FROM (
+          SELECT type, message, created_at, 1 AS kind, id FROM record_events
+          WHERE account_id = ${accountId} AND record_id = ${recordId}
+          UNION ALL
+          SELECT 'lead_created', 'Created from ' || source, created_at, 0, id FROM records
+          WHERE account_id = ${accountId} AND id = ${recordId}
+        ) AS history
+        ORDER BY created_at DESC, kind DESC, id DESC
+        LIMIT ${limit} ${PREPARED}`.execute(tx);
+      return result.rows;
     },
 
     /** Locks the record row for a read-modify-write of its values. */
