@@ -27,8 +27,9 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       db: database.db,
       secret: secrets.secret,
       publicUrl: config.publicUrl,
-      // Half the pool, so that grouped creations leave connections for everything else.
-      concurrentCreates: Math.max(1, Math.floor(config.databasePoolSize / 2)),
+      // A third of the pool: larger groups cost less per record, and the rest of the pool stays
+      // free for everything else (docs/decisions.md, Group commit, has the measurements).
+      concurrentCreates: Math.max(1, Math.floor(config.databasePoolSize / 3)),
       ...createDocumentBackend({ filesDir: config.filesDir, allowPrivate: config.fetchAllowPrivate }),
     });
     return { config, database, services, secrets, appliedMigrations: applied };

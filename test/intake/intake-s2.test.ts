@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
+import { accountWithLeads, historyOf, LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) => {
   let t: TestApp;
@@ -77,6 +77,28 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
         .where('record_id', '=', record.id)
         .execute();
       expect([...events, ...stays]).toEqual([]);
+    });
+
+    it('matches submitted names against the entity as it is now: a renamed label counts at once', async () => {
+      const own = await accountWithLeads(t);
+      const send = (fields: object) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: own.apiKey,
+          body: { entity: 'lead', fields },
+        });
+      const before = await send({ email: 'label1@b.co', Vorname: 'Ann' });
+      expect(before.json().warnings).toEqual([{ key: 'Vorname', reason: 'unmapped' }]);
+      await putEntity(t, own, 'lead', {
+        ...LEAD_ENTITY,
+        fields: LEAD_ENTITY.fields.map((field) =>
+          field.key === 'first_name' ? { ...field, label: 'Vorname' } : field,
+        ),
+      });
+      const after = await send({ email: 'label2@b.co', Vorname: 'Bea' });
+      expect(after.json().warnings).toEqual([]);
+      expect((await stored(after.json().id)).fields).toMatchObject({ first_name: 'Bea' });
     });
 
     it('reads top-level keys as field names and stores meta origin keys and source', async () => {

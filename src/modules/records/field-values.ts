@@ -202,8 +202,16 @@ export function coerceValue(field: FieldDef, value: unknown): Coerced {
   }
 }
 
+/**
+ * Matchers by entity definition, built once per definition: a changed entity is loaded as a new
+ * definition object, never changed in place, so a definition's matcher stays right.
+ */
+const matchers = new WeakMap<EntityDef, (name: string) => FieldDef | undefined>();
+
 /** Finds the field a submitted name means: its key, or (normalised) its key or label. */
 export function createFieldMatcher(entity: EntityDef): (name: string) => FieldDef | undefined {
+  const built = matchers.get(entity);
+  if (built) return built;
   const byKey = new Map(entity.fields.map((field) => [field.key, field]));
   const byNormalized = new Map<string, FieldDef>();
   for (const field of entity.fields) {
@@ -211,7 +219,9 @@ export function createFieldMatcher(entity: EntityDef): (name: string) => FieldDe
   }
   // Keys win over labels when both normalise alike.
   for (const field of entity.fields) byNormalized.set(normalizeKey(field.key), field);
-  return (name) => byKey.get(name) ?? byNormalized.get(normalizeKey(name));
+  const match = (name: string) => byKey.get(name) ?? byNormalized.get(normalizeKey(name));
+  matchers.set(entity, match);
+  return match;
 }
 
 export interface ReadValuesResult {
