@@ -1,8 +1,14 @@
 /**
- * Groups work that arrives while earlier work is still running (group commit). At most
- * `maxInFlight` batches run at once; an item that arrives while all of them are busy waits and
- * goes with the others that waited, in one batch of at most `maxBatch` items of the same group.
- * When nothing else runs, an item goes at once, alone: batching never adds a wait of its own.
+ * Groups work that arrives together or while earlier work is still running (group commit). At
+ * most `maxInFlight` batches run at once. A batch starts at the end of the event loop's current
+ * turn (`setImmediate`), not at the first item: requests that the server read from several
+ * connections in one turn then go together. An item that arrives while all batches are busy
+ * waits and goes with the others that waited, in one batch of at most `maxBatch` items of the
+ * same group. A lone item waits for nothing but the end of its turn.
+ *
+ * That turn matters most on the embedded database: PGlite runs each statement in the server's
+ * own thread, so no statement is ever "still running" when the next request is read, and only
+ * the requests of one turn can share a statement (on the bench: 1,465 → 4,900 records a second).
  */
 export interface Batcher<Item, Result> {
   submit(group: string, item: Item): Promise<Result>;
@@ -24,6 +30,8 @@ export function createBatcher<Item, Result>(options: {
   // batch goes to the back, so that one busy group does not starve the others.
   const waiting = new Map<string, Waiting<Item, Result>[]>();
   let inFlight = 0;
+  /** Whether a pump is due at the end of this turn. */
+  let pumpScheduled = false;
 
   function pump() {
     while (inFlight < options.maxInFlight && waiting.size > 0) {
@@ -58,7 +66,13 @@ export function createBatcher<Item, Result>(options: {
         const queue = waiting.get(group);
         if (queue) queue.push({ item, resolve, reject });
         else waiting.set(group, [{ item, resolve, reject }]);
-        pump();
+        if (!pumpScheduled) {
+          pumpScheduled = true;
+          setImmediate(() => {
+            pumpScheduled = false;
+            pump();
+          });
+        }
       });
     },
   };

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createBatcher } from '../../src/lib/batcher.ts';
 
+/** The end of the event loop's current turn, when a batch that is due starts. */
+const endOfTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 function deferred() {
   let release!: () => void;
   const promise = new Promise<void>((resolve) => {
@@ -11,7 +14,7 @@ function deferred() {
 
 describe('the batcher (group commit)', () => {
   describe('happy path', () => {
-    it('runs an item at once, alone, when nothing else runs', async () => {
+    it('runs a lone item alone, at the end of the turn it came in', async () => {
       const batches: number[][] = [];
       const batcher = createBatcher<number, number>({
         maxBatch: 10,
@@ -21,9 +24,32 @@ describe('the batcher (group commit)', () => {
           return items.map((item) => item * 2);
         },
       });
-      expect(await batcher.submit('a', 1)).toBe(2);
+      const first = batcher.submit('a', 1);
+      expect(batches).toEqual([]);
+      await endOfTurn();
+      expect(batches).toEqual([[1]]);
+      expect(await first).toBe(2);
       expect(await batcher.submit('a', 2)).toBe(4);
       expect(batches).toEqual([[1], [2]]);
+    });
+
+    it('puts the items of one turn together, at most maxBatch in a batch', async () => {
+      const batches: number[][] = [];
+      const batcher = createBatcher<number, number>({
+        maxBatch: 3,
+        maxInFlight: 2,
+        run: async (_group, items) => {
+          batches.push(items);
+          return items;
+        },
+      });
+      expect(await Promise.all([1, 2, 3, 4, 5].map((item) => batcher.submit('a', item)))).toEqual([
+        1, 2, 3, 4, 5,
+      ]);
+      expect(batches).toEqual([
+        [1, 2, 3],
+        [4, 5],
+      ]);
     });
 
     it('groups the items that arrive while all batches run, at most maxBatch at a time, in order', async () => {
@@ -38,7 +64,12 @@ describe('the batcher (group commit)', () => {
           return items.map((item) => `done ${item}`);
         },
       });
-      const answers = [1, 2, 3, 4, 5, 6].map((item) => batcher.submit('a', item));
+      const answers = [batcher.submit('a', 1)];
+      await endOfTurn();
+      // The first batch runs; the next items wait for it.
+      answers.push(...[2, 3, 4, 5, 6].map((item) => batcher.submit('a', item)));
+      await endOfTurn();
+      expect(batches).toEqual([[1]]);
       gate.release();
       expect(await Promise.all(answers)).toEqual([1, 2, 3, 4, 5, 6].map((item) => `done ${item}`));
       expect(batches).toEqual([[1], [2, 3, 4], [5, 6]]);
@@ -56,13 +87,14 @@ describe('the batcher (group commit)', () => {
           return items;
         },
       });
-      const answers = [
-        batcher.submit('first', 'x'),
+      const answers = [batcher.submit('first', 'x')];
+      await endOfTurn();
+      answers.push(
         batcher.submit('a', 'a1'),
         batcher.submit('a', 'a2'),
         batcher.submit('a', 'a3'),
         batcher.submit('b', 'b1'),
-      ];
+      );
       gate.release();
       await Promise.all(answers);
       expect(batches).toEqual(['first:x', 'a:a1,a2', 'b:b1', 'a:a3']);
@@ -87,6 +119,7 @@ describe('the batcher (group commit)', () => {
         },
       });
       const first = batcher.submit('a', 0);
+      await endOfTurn();
       const failed = [batcher.submit('a', 1), batcher.submit('a', 2)];
       gate.release();
       expect(await first).toBe(0);
