@@ -135,9 +135,10 @@ export interface IntakeServiceDeps {
   intakeLog: IntakeRepo;
   documents: DocumentsService;
   /**
-   * Single-record creations written at once, each in one statement; creations that arrive
-   * while all of these run go together in the next statement (group commit). Default 4; 0
-   * writes each creation on its own.
+   * Grouped statements of single-record creations written at once; the creations of one turn of
+   * the event loop, and those that arrive while all of these run, go together in the next
+   * statement (group commit). Default 4 (the service passes a third of its pool); 0 writes each
+   * creation on its own.
    */
   concurrentCreates?: number;
 }
@@ -162,8 +163,9 @@ export function createIntakeService({
   documents,
   concurrentCreates = 4,
 }: IntakeServiceDeps) {
-  // Requests that arrive while the database is busy with others are written together: one
-  // statement and one commit for many, and still each answer only after its record committed.
+  // Requests that arrive together, or while the database is busy with others, are written
+  // together: one statement and one commit for many, and each answer only after its record
+  // committed.
   const groupedCreates = createBatcher<ManyItem, GroupedOutcome>({
     maxBatch: MAX_GROUPED_CREATES,
     maxInFlight: concurrentCreates,
