@@ -66,9 +66,9 @@ export function createRecordsRepo(db: Executor) {
 
     /**
      * Creates a record with its notes, intake log entry and stored idempotent answer in one
-     * statement (its creation and first stage are facts of its row, see `latestEvents`) (one round trip, atomic on its own). Answers undefined
-     * when a unique rule refused the record (same external id, or same duplicate-rule values),
-     * and then nothing at all was written.
+     * statement (one round trip, atomic on its own); its creation and first stage are facts of
+     * its row (see `latestEvents`). Answers undefined when a unique rule refused the record
+     * (same external id, or same duplicate-rule values), and then nothing at all was written.
      */
     async createInOneStatement(
       accountId: string,
@@ -134,8 +134,9 @@ export function createRecordsRepo(db: Executor) {
     },
 
     /**
-     * Creates many new records, each with its notes and intake log entry, in one statement. Rows a unique rule refuses (external id, duplicate-rule values, also
-     * against each other) are skipped; the answer lists the ids that were created.
+     * Creates many new records, each with its notes and intake log entry, in one statement.
+     * Rows a unique rule refuses (external id, duplicate-rule values, also against each other)
+     * are skipped; the answer lists the ids that were created.
      */
     async createManyInOneStatement(
       accountId: string,
