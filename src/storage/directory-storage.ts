@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -46,6 +46,9 @@ export function createDirectoryStorage(root: string): FileStorage {
       const tmpPath = path.join(tmpDir, id);
       const hash = createHash('sha256');
       let size = 0;
+      // The file exists before any byte flows: a write stream that opened it by path could
+      // create it after a failed pipeline had already removed it, leaving it behind.
+      const file = await fs.open(tmpPath, 'wx');
       try {
         await pipeline(
           source,
@@ -57,7 +60,7 @@ export function createDirectoryStorage(root: string): FileStorage {
               yield chunk;
             }
           },
-          createWriteStream(tmpPath, { flags: 'wx' }),
+          file.createWriteStream(),
           { signal },
         );
         const finalPath = pathOf(key);
@@ -65,6 +68,7 @@ export function createDirectoryStorage(root: string): FileStorage {
         await fs.rename(tmpPath, finalPath);
         return { key, size, sha256: hash.digest('hex'), path: finalPath };
       } catch (error) {
+        await file.close().catch(() => {});
         await fs.rm(tmpPath, { force: true });
         throw error;
       }
