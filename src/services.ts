@@ -34,7 +34,7 @@ export interface ServiceDeps {
   publicUrl: string;
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
-  /** Single-record creations written at once before new ones are grouped (intake service). */
+  /** Grouped statements of single-record creations written at once (intake service). */
   concurrentCreates?: number;
 }
 

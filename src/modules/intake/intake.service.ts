@@ -195,7 +195,7 @@ export function createIntakeService({
     return typeof given === 'string' ? given : null;
   }
 
-  /** What a new record is written with besides its row: history, notes, intake-log entry. */
+  /** What a new record is written with besides its row: its notes and intake-log entry. */
   function newRecordItem(
     ctx: IntakeContext,
     row: NewRecordRow,
@@ -353,14 +353,7 @@ export function createIntakeService({
     }
     const created = await records.createInOneStatement(ctx.accountId, row, {
       notes: item.notes,
-      log: {
-        requestId: ctx.requestId,
-        endpoint: ctx.endpoint,
-        statusCode: 201,
-        entityKey: entity.key,
-        source: row.source,
-        warnings: outcome.warnings,
-      },
+      log: { ...item.log, statusCode: 201, source: row.source },
       answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
       uncheckedKeyId,
     });
