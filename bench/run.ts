@@ -13,13 +13,15 @@
  *   BENCH_GROWTH=1      seed BENCH_GROWTH_ROWS records (1,000,000) and re-run intake.single and notes.by_email
  *   BENCH_SCENARIOS     comma-separated subset of the service scenarios (all); the baselines always run
  *   BENCH_PROFILE=1     run the service under `node --cpu-prof`; profiles land in bench/results/tmp/profiles
+ *   BENCH_SERVICE_NODE_FLAGS  extra Node flags for the service, space-separated (e.g. `--trace-gc`)
+ *   BENCH_SERVICE_OUTPUT  file that receives everything the service prints (appended)
  *   TEST_POSTGRES_URL   PostgreSQL server for the bench's own database (postgres://postgres@127.0.0.1:5432/postgres)
  *
  * Writes bench/results/latest.json and bench/results/latest.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,6 +79,8 @@ const WARMUP = intSetting('BENCH_WARMUP', 3, 0, 60);
 const GROWTH = process.env.BENCH_GROWTH === '1';
 const GROWTH_ROWS = intSetting('BENCH_GROWTH_ROWS', 1_000_000, 1, 50_000_000);
 const PROFILE = process.env.BENCH_PROFILE === '1';
+const SERVICE_EXTRA_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+const SERVICE_OUTPUT = process.env.BENCH_SERVICE_OUTPUT || undefined;
 const ALL_SCENARIOS: ServiceScenarioName[] = [
   'intake.single',
   'intake.idempotent',
@@ -172,6 +176,7 @@ async function startServer(
   script: string[],
   env: Record<string, string>,
   nodeOptions: string[] = [],
+  outputFile?: string,
 ): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeOptions, ...script], {
@@ -184,6 +189,7 @@ async function startServer(
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-20_000);
+    if (outputFile) appendFileSync(outputFile, chunk);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
@@ -342,14 +348,21 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   const profileDir = path.join(RESULTS, 'tmp/profiles');
   const profiles: string[] = [];
   const serviceNodeOptions = (phase: string) => {
-    if (!PROFILE) return START_NODE_FLAGS;
+    const flags = [...START_NODE_FLAGS, ...SERVICE_EXTRA_FLAGS];
+    if (!PROFILE) return flags;
     mkdirSync(profileDir, { recursive: true });
     const name = `service-${kind}-${phase}-${Date.now()}.cpuprofile`;
     profiles.push(path.join(profileDir, name));
-    return [...START_NODE_FLAGS, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`];
+    return [...flags, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`];
   };
   const startService = (phase: string) =>
-    startServer(`service (${kind})`, ['bin/leads.js', 'serve'], serviceEnv, serviceNodeOptions(phase));
+    startServer(
+      `service (${kind})`,
+      ['bin/leads.js', 'serve'],
+      serviceEnv,
+      serviceNodeOptions(phase),
+      SERVICE_OUTPUT,
+    );
 
   let baseline: Server | undefined;
   let service: Server | undefined;

@@ -209,7 +209,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'ignore' } });
       const created = await intake(
         account,
-        { entity: 'lead', fields: { email: 'log@b.co' } },
+        { entity: 'lead', fields: { email: 'log@b.co', shoe_size: 44 } },
         { 'x-request-id': 'log-1' },
       );
       await intake(account, { entity: 'lead', fields: { email: 'log@b.co' } }, { 'x-request-id': 'log-2' });
@@ -234,6 +234,10 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
         outcome: 'created',
         record_id: created.json().id,
         source: 'api',
+        entity: 'lead',
+        endpoint: 'records',
+        status_code: 201,
+        warnings: [{ key: 'shoe_size', reason: 'unmapped' }],
       });
       expect(rest.next_cursor).toBeNull();
       const other = await accountWithLeads(t);
