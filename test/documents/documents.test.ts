@@ -32,6 +32,12 @@ describe.each(TEST_DATABASES)('documents on %s', (kind) => {
     server = http.createServer((req, res) => {
       hits.push(req.url ?? '');
       if (req.url === '/offer.pdf') return res.writeHead(200, { 'content-type': 'text/html' }).end(PDF);
+      // The entity definitions expire from the cache while this document is fetched: the write
+      // that follows must read them inside its own transaction.
+      if (req.url === '/stale.pdf') {
+        t.services.entities.invalidate(account.id);
+        return res.writeHead(200).end(PDF);
+      }
       if (req.url === '/notes')
         return res.writeHead(200, { 'content-disposition': 'attachment; filename="Notes 1.txt"' }).end(TEXT);
       res.writeHead(404).end();
@@ -53,6 +59,27 @@ describe.each(TEST_DATABASES)('documents on %s', (kind) => {
     t.app.inject({ method: 'GET', url, headers: key ? { authorization: `Bearer ${key}` } : {} });
 
   describe('happy path', () => {
+    it('attaches a document when the entity definitions expired from the cache during its fetch', async () => {
+      // On the embedded database a look-up outside the write's transaction waits for the one
+      // connection that transaction holds: the request would never be answered.
+      const created = await Promise.race([
+        intake({
+          fields: { email: 'stale@b.co' },
+          documents: [{ url: `${base}/stale.pdf`, field: 'contract' }],
+        }),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('no answer within 10 s')), 10_000),
+        ),
+      ]);
+      expect(created.statusCode).toBe(201);
+      const record = (
+        await t.request({ method: 'GET', url: `/api/v1/records/${created.json().id}`, key: account.apiKey })
+      ).json();
+      expect(record.documents).toEqual([
+        expect.objectContaining({ field: 'contract', mime: 'application/pdf' }),
+      ]);
+    });
+
     it('fetches documents into a field and the pool, and serves them byte-identical with safe headers', async () => {
       const created = await intake({
         fields: { email: 'doc@b.co' },

@@ -68,6 +68,21 @@ describe.each(TEST_DATABASES)('records, record tokens and S1 leads on %s', (kind
       expect(later.records).toEqual([]);
     });
 
+    it('patches a record whose entity definitions are no longer cached', async () => {
+      const id = await create({ email: 'cold@b.co', first_name: 'Old' });
+      // A cache miss inside the write's transaction: on the embedded database a look-up outside
+      // that transaction would wait for ever for the one connection it holds.
+      t.services.entities.invalidate(account.id);
+      const response = await Promise.race([
+        call('PATCH', `/api/v1/records/${id}`, { fields: { first_name: 'New' } }),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('no answer within 10 s')), 10_000),
+        ),
+      ]);
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toMatchObject({ updated: true, fields: ['first_name'] });
+    });
+
     it('patches only named fields, clears with null, and writes history', async () => {
       const id = await create({ email: 'patch@b.co', first_name: 'Old', phone: '+49 30 1234567' });
       const response = await call('PATCH', `/api/v1/records/${id}`, {

@@ -185,7 +185,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
         const singleFields = new Set<string>();
         const entityRecord = await records.find(ctx.accountId, recordId, executor);
         if (entityRecord) {
-          const entity = await entities.find(ctx.accountId, entityRecord.entity_id);
+          const entity = await entities.find(ctx.accountId, entityRecord.entity_id, executor);
           for (const field of entity?.fields ?? []) if (field.type === 'file') singleFields.add(field.key);
         }
         const replaced: string[] = [];

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/types.ts';
+import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import {
@@ -225,10 +225,14 @@ export interface EntitiesServiceDeps {
 export function createEntitiesService({ db, repo, now = Date.now }: EntitiesServiceDeps) {
   const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
 
-  async function all(accountId: string): Promise<EntityDef[]> {
+  /**
+   * `tx`: a caller inside a transaction must pass it. On the embedded database the transaction
+   * holds the only connection, so a look-up outside it (a cache miss) would wait for ever.
+   */
+  async function all(accountId: string, tx?: Executor): Promise<EntityDef[]> {
     const hit = cache.get(accountId);
     if (hit && now() - hit.loadedAt < CACHE_TTL_MS) return hit.entities;
-    const entities = await repo.loadAll(accountId);
+    const entities = await repo.loadAll(accountId, tx);
     cache.set(accountId, { loadedAt: now(), entities });
     // Bound the cache: accounts that stop sending fall out first.
     if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
@@ -243,8 +247,8 @@ export function createEntitiesService({ db, repo, now = Date.now }: EntitiesServ
     },
 
     /** By key (S2), or by slug or uuid (S1). Archived entities are found too; callers decide. */
-    async find(accountId: string, keyOrId: string): Promise<EntityDef | undefined> {
-      const entities = await all(accountId);
+    async find(accountId: string, keyOrId: string, tx?: Executor): Promise<EntityDef | undefined> {
+      const entities = await all(accountId, tx);
       const byKey = entities.find((e) => e.key === keyOrId);
       if (byKey) return byKey;
       if (UUID_PATTERN.test(keyOrId)) return entities.find((e) => e.id === keyOrId.toLowerCase());

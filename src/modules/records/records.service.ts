@@ -155,7 +155,7 @@ export function createRecordsService({ db, entities, records, reads }: RecordsSe
       return db.transaction().execute(async (tx) => {
         const row = await reads.lockForUpdate(ctx.accountId, recordId, tx);
         if (!row) throw new AppError('not_found', { message: 'Record not found' });
-        const entity = await entities.find(ctx.accountId, row.entity_id);
+        const entity = await entities.find(ctx.accountId, row.entity_id, tx);
         if (!entity) throw new AppError('not_found', { message: 'Record not found' });
         const match = createFieldMatcher(entity);
         const stored = row.fields as Record<string, unknown>;
