@@ -1,3 +1,4 @@
+import { flushCompileCache } from 'node:module';
 import { sql } from 'kysely';
 import { buildApp, loggerOptions } from '../app.ts';
 import type { Config } from '../config.ts';
@@ -65,6 +66,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
         `${firstStartBanner({ publicUrl: url, apiKey: demo?.apiKey, adminToken: secrets.newAdminToken })}\n`,
       );
     }
+    // Every module of the server is loaded now: Node's compile cache (bin/leads.js) is written at
+    // once, not only at exit, so that a server that is killed still leaves it for the next start.
+    flushCompileCache?.();
     // Workers run beside the server unless they run as their own process (`leads worker`).
     if (config.runWorkers) {
       workers = createWorkers(runtime, app.log as never);

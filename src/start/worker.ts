@@ -1,3 +1,4 @@
+import { flushCompileCache } from 'node:module';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import { registerMaintenanceJobs } from '../jobs/maintenance.jobs.ts';
@@ -41,6 +42,8 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
       try {
         await queue.start();
         logger.info('worker started');
+        // As the server does: the compile cache is written now, not only at exit (bin/leads.js).
+        flushCompileCache?.();
         await signal;
       } finally {
         await queue.stop(config.shutdownTimeoutMs);

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -357,6 +357,27 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the service on PostgreSQL',
       await server?.exited;
       await busy.release();
       await database.drop();
+    }
+  }, 90_000);
+});
+
+describe("Node's compile cache", () => {
+  it('is written once the server is up, so that a killed server still leaves it for the next start', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-compile-cache-'));
+    // Node's default place for it is under the temporary directory.
+    const cache = path.join(dir, 'node-compile-cache');
+    try {
+      const server = await startServerProcess({ LEADS_DATA_DIR: path.join(dir, 'data'), TMPDIR: dir });
+      // A kill gives the process no exit at which to write it.
+      server.kill('SIGKILL');
+      await server.exited;
+      const cached = (await readdir(cache, { recursive: true, withFileTypes: true })).filter((entry) =>
+        entry.isFile(),
+      );
+      // One entry per compiled module: the service's own sources and its dependencies.
+      expect(cached.length).toBeGreaterThan(100);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   }, 90_000);
 });
