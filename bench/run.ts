@@ -227,7 +227,11 @@ async function stopProcess(child: ChildProcess, timeoutMs = 20_000): Promise<voi
 }
 
 /** A new PostgreSQL database, dropped at clean-up; `backends` lists the pids of its server processes. */
-async function createDatabase(): Promise<{ url: string; backends: () => Promise<number[]> }> {
+async function createDatabase(): Promise<{
+  url: string;
+  backends: () => Promise<number[]>;
+  checkpoint: () => Promise<void>;
+}> {
   const name = `leads_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
@@ -257,6 +261,9 @@ async function createDatabase(): Promise<{ url: string; backends: () => Promise<
       (
         await monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])
       ).rows.map((row) => row.pid),
+    checkpoint: async () => {
+      await monitor.query('CHECKPOINT');
+    },
   };
 }
 
@@ -349,11 +356,13 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   };
   const baselineEnv: Record<string, string> = {};
   let databasePids: (() => Promise<number[]>) | undefined;
+  let checkpoint: (() => Promise<void>) | undefined;
   if (kind === 'postgres') {
     const database = await createDatabase();
     serviceEnv.DATABASE_URL = database.url;
     baselineEnv.DATABASE_URL = database.url;
     databasePids = database.backends;
+    checkpoint = database.checkpoint;
   } else {
     serviceEnv.DATABASE_URL = '';
     baselineEnv.DATABASE_URL = '';
@@ -425,6 +434,9 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
 
     const base = baselineScenarios(bodies, BULK_CONNECTIONS);
     const scenarios = serviceScenarios(bodies, { apiKey, ids, emails, bulkConnections: BULK_CONNECTIONS });
+    // The growth runs start right after the seed's checkpoint (seed.ts); the empty runs start
+    // right after one too, so that both begin at the same point of PostgreSQL's checkpoint cycle.
+    await checkpoint?.();
     await warmUp(baseline, base.single);
     await warmUp(service, scenarios['intake.single']);
 
