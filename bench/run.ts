@@ -301,7 +301,8 @@ interface DatabaseRun {
   service: Measured[];
   /**
    * The table's pair first, then the extra rounds (BENCH_LATENCY_ROUNDS): one 10 s run's p99
-   * moves by a third between runs of the same code, so the verdict takes the median ratio.
+   * ranged 1.3–2.1× the baseline's over a dozen runs of the same code, so the verdict takes the
+   * median ratio.
    */
   latencyPairs: LatencyPair[];
   growth: GrowthRun | null;
