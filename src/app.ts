@@ -84,7 +84,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         title: 'Leadline API',
         version: '1.0.0',
         description:
-          'Lead intake and distribution. S1 (unversioned) below /api, S2 below /api/v1, the operator API below /admin/v1.',
+          'Lead intake and distribution. S1 (unversioned) below /api, S2 below /api/v1, the operator API below /admin/v1. The guide: [/docs/guide/README.md](/docs/guide/README.md) (in the repository: `docs/guide/`).',
       },
       components: {
         securitySchemes: {
