@@ -1,10 +1,24 @@
-import { s2Body } from '../../http/error-handler.ts';
+import { Compile } from 'typebox/compile';
+import { detailsFromValidation, s2Body } from '../../http/error-handler.ts';
 import { AppError, type ValidationDetail, validationFailed } from '../../http/errors.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import { isStorableText } from '../../lib/text.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
 import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
+import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
+
+/** A bulk entry is shaped like the body of POST /api/v1/records; the call's schema leaves that to each entry. */
+const recordBodyCheck = Compile(S2RecordBodySchema);
+
+function checkBulkEntry(entry: Record<string, unknown>): void {
+  if (typeof entry.entity !== 'string' || entry.entity === '') {
+    throw validationFailed([{ key: 'entity', reason: 'required', message: 'entity is required' }]);
+  }
+  if (!recordBodyCheck.Check(entry)) {
+    throw validationFailed(detailsFromValidation([...recordBodyCheck.Errors(entry)].slice(0, 1)));
+  }
+}
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
 const RECORD_SCOPE = 'POST /api/v1/records';
@@ -104,11 +118,7 @@ export function createIntakeApi({
         for (const [index, entry] of body.records.entries()) {
           if (results[index] || idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
           try {
-            if (typeof entry.entity !== 'string' || entry.entity === '') {
-              throw new AppError('validation_failed', {
-                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
-              });
-            }
+            checkBulkEntry(entry);
             together.push({ index, handover: readS2Body(entry as S2RecordBody, ctx.modules) });
           } catch (error) {
             refuseEarly(index, error);
@@ -131,11 +141,7 @@ export function createIntakeApi({
           .filter(({ index }) => !results[index]);
         await mapLimited(rest, BULK_CONCURRENCY, async ({ entry, index }) => {
           try {
-            if (typeof entry.entity !== 'string' || entry.entity === '') {
-              throw new AppError('validation_failed', {
-                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
-              });
-            }
+            checkBulkEntry(entry);
             const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
             results[index] = { accepted: answer.status < 400, body: answer.body };
           } catch (error) {
