@@ -4,8 +4,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { authPlugin } from './http/auth.ts';
-import { assertDepth, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
-import { registerErrorHandling } from './http/error-handler.ts';
+import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
+import { registerErrorHandling, sendError, toAppError } from './http/error-handler.ts';
+import { AppError } from './http/errors.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
@@ -62,6 +63,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: 200 },
+    // An address that is not percent-encoded UTF-8, or a path parameter over the length, names
+    // no resource: 404 with the body of its surface, like a malformed id.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      const known = error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      return sendError(request, reply, known ? new AppError('not_found') : toAppError(error));
+    },
     ajv: { customOptions: { allErrors: false, removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -71,9 +79,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Only JSON and forms are request encodings here; anything else is 415.
   app.removeContentTypeParser('text/plain');
   await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
-  app.addHook('preValidation', async (request) => {
-    if (request.body !== undefined) assertDepth(request.body);
-  });
+  app.decorateRequest('entryProblems', null);
+  app.addHook('preValidation', async (request) => checkRequestInput(request));
 
   app.addSchema(S2Error);
   app.addSchema(S1Error);

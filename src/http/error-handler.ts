@@ -29,10 +29,12 @@ interface AjvError {
   params?: Record<string, unknown>;
 }
 
-function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
+/** Details of schema failures, from Ajv's errors or TypeBox's (which name `requiredProperties`). */
+export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
   return errors.map((error) => {
     const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
-    const missing = error.params?.missingProperty;
+    const required = error.params?.requiredProperties;
+    const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
     const key = typeof missing === 'string' ? (path ? `${path}.${missing}` : missing) : path || 'body';
     let reason = 'invalid_value';
     if (error.keyword === 'required') reason = 'required';

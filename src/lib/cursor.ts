@@ -6,6 +6,9 @@ export interface CursorPosition {
   id: string;
 }
 
+/** The form `toISOString` gives the cursors this service issues; the database reads it exactly. */
+const ISSUED_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 export function encodeCursor(createdAt: Date | string, id: string): string {
   const at = createdAt instanceof Date ? createdAt.toISOString() : createdAt;
   return Buffer.from(JSON.stringify([at, id]), 'utf8').toString('base64url');
@@ -20,6 +23,7 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | null 
       parsed.length === 2 &&
       typeof parsed[0] === 'string' &&
       typeof parsed[1] === 'string' &&
+      ISSUED_TIMESTAMP.test(parsed[0]) &&
       !Number.isNaN(Date.parse(parsed[0])) &&
       /^[0-9a-f-]{36}$/i.test(parsed[1])
     ) {
@@ -42,4 +46,13 @@ export function pageOf<T extends { created_at: Date; id: string }>(
   const items = rows.slice(0, limit);
   const last = items[items.length - 1]!;
   return { items, nextCursor: encodeCursor(last.created_at, last.id) };
+}
+
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** A client's time the database can take as a timestamp: JavaScript dates reach further. */
+export function isStorableTime(date: Date): boolean {
+  const time = date.getTime();
+  return time >= EARLIEST && time <= LATEST;
 }

@@ -11,14 +11,19 @@ export const MAX_DOCUMENT_BYTES = 25 * 1024 * 1024;
 const SNIFF_BYTES = 64 * 1024;
 const MAX_NAME_LENGTH = 200;
 
-/** A file name safe to store and to send back: no paths, no control characters, bounded. */
+/**
+ * A file name safe to store and to send back: no paths, no control characters (NUL included),
+ * no unpaired surrogates, at most 200 characters (code points, so no pair is cut in two).
+ */
 export function sanitizeFileName(raw: string): string {
   const base = raw.split(/[/\\]/).pop() ?? '';
   const printable = [...base].filter((char) => {
     const code = char.codePointAt(0) ?? 0;
-    return code > 0x1f && (code < 0x7f || code > 0x9f);
+    const control = code <= 0x1f || (code >= 0x7f && code <= 0x9f);
+    const unpairedSurrogate = code >= 0xd800 && code <= 0xdfff;
+    return !control && !unpairedSurrogate;
   });
-  const cleaned = printable.join('').replace(/^\.+/, '').trim().slice(0, MAX_NAME_LENGTH);
+  const cleaned = [...printable.join('').replace(/^\.+/, '').trim()].slice(0, MAX_NAME_LENGTH).join('');
   return cleaned === '' ? 'document' : cleaned;
 }
 

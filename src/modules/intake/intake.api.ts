@@ -1,9 +1,24 @@
-import { s2Body } from '../../http/error-handler.ts';
-import { AppError } from '../../http/errors.ts';
+import { Compile } from 'typebox/compile';
+import { detailsFromValidation, s2Body } from '../../http/error-handler.ts';
+import { AppError, type ValidationDetail, validationFailed } from '../../http/errors.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
+import { isStorableText } from '../../lib/text.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
 import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
+import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
+
+/** A bulk entry is shaped like the body of POST /api/v1/records; the call's schema leaves that to each entry. */
+const recordBodyCheck = Compile(S2RecordBodySchema);
+
+function checkBulkEntry(entry: Record<string, unknown>): void {
+  if (typeof entry.entity !== 'string' || entry.entity === '') {
+    throw validationFailed([{ key: 'entity', reason: 'required', message: 'entity is required' }]);
+  }
+  if (!recordBodyCheck.Check(entry)) {
+    throw validationFailed(detailsFromValidation([...recordBodyCheck.Errors(entry)].slice(0, 1)));
+  }
+}
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
 const RECORD_SCOPE = 'POST /api/v1/records';
@@ -66,11 +81,15 @@ export function createIntakeApi({
       return recordOnce(ctx, body, headerKey, RECORD_SCOPE);
     },
 
-    /** POST /api/v1/records/bulk: each entry alone; a failed one never blocks the others. */
+    /**
+     * POST /api/v1/records/bulk: each entry alone; a failed one never blocks the others.
+     * `entryProblems` are the entries the edge check refused (text the database cannot store).
+     */
     async bulk(
       ctx: IntakeContext,
       body: { records: Record<string, unknown>[] },
       headerKey: unknown,
+      entryProblems: Map<number, ValidationDetail[]> | null = null,
     ): Promise<Answer> {
       const work = async () => {
         type EntryResult = { accepted: boolean; body: unknown };
@@ -85,21 +104,27 @@ export function createIntakeApi({
             throw error;
           return { accepted: false, body: s2Body(error) };
         };
+        // Entries refused before they are read are logged together, in one statement.
+        const refusedEarly: Parameters<IntakeService['logRefusals']>[1] = [];
+        const refuseEarly = (index: number, error: unknown) => {
+          results[index] = refuse(error);
+          const entity = body.records[index]?.entity;
+          const named = typeof entity === 'string' && entity !== '' && isStorableText(entity);
+          refusedEarly.push({ handover: named ? { entity, source: null } : null, error: error as AppError });
+        };
+        for (const [index, details] of entryProblems ?? []) refuseEarly(index, validationFailed(details));
         // New records without their own idempotency key go in together, in one statement.
         const together: { index: number; handover: ReturnType<typeof readS2Body> }[] = [];
         for (const [index, entry] of body.records.entries()) {
-          if (idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
+          if (results[index] || idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
           try {
-            if (typeof entry.entity !== 'string' || entry.entity === '') {
-              throw new AppError('validation_failed', {
-                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
-              });
-            }
+            checkBulkEntry(entry);
             together.push({ index, handover: readS2Body(entry as S2RecordBody, ctx.modules) });
           } catch (error) {
-            results[index] = refuse(error);
+            refuseEarly(index, error);
           }
         }
+        if (refusedEarly.length > 0) await intake.logRefusals(ctx, refusedEarly);
         const batched = await intake.intakeBatch(
           ctx,
           together.map((item) => item.handover),
@@ -116,11 +141,7 @@ export function createIntakeApi({
           .filter(({ index }) => !results[index]);
         await mapLimited(rest, BULK_CONCURRENCY, async ({ entry, index }) => {
           try {
-            if (typeof entry.entity !== 'string' || entry.entity === '') {
-              throw new AppError('validation_failed', {
-                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
-              });
-            }
+            checkBulkEntry(entry);
             const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
             results[index] = { accepted: answer.status < 400, body: answer.body };
           } catch (error) {
@@ -153,7 +174,19 @@ export function createIntakeApi({
     async s1Bulk(
       ctx: IntakeContext,
       body: { entity: string; batch: Record<string, unknown>[]; source?: string; note?: string },
+      entryProblems: Map<number, ValidationDetail[]> | null = null,
     ) {
+      if (entryProblems && entryProblems.size > 0) {
+        const error = validationFailed(
+          [...entryProblems].flatMap(([index, details]) =>
+            details.map((detail) => ({ ...detail, key: `batch.${index}.${detail.key}` })),
+          ),
+        );
+        await intake.logRefusals(ctx, [
+          { handover: { entity: body.entity, source: body.source ?? null }, error },
+        ]);
+        throw error;
+      }
       const handovers = body.batch.map((lead, index) => {
         try {
           const handover = readS1Lead({ ...lead, entity: body.entity }, ctx.modules, {

@@ -1,4 +1,5 @@
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { truncate } from '../../lib/text.ts';
 import type { Handover, HandoverNote, Warning } from './intake.service.ts';
 
 /** Top-level keys of POST /api/v1/records that are not field names (interface: rule 1). */
@@ -154,11 +155,14 @@ function readS1Notes(body: Record<string, unknown>, problems: ValidationDetail[]
   const notes: HandoverNote[] = [];
   for (const item of [...asList(body.note), ...asList(body.notes)]) {
     if (typeof item === 'string') {
-      if (item.trim() !== '') notes.push({ body: item.slice(0, 10_000) });
+      if (item.trim() !== '') notes.push({ body: truncate(item, 10_000) });
     } else if (item && typeof item === 'object' && typeof (item as { text?: unknown }).text === 'string') {
       const { text, tag } = item as { text: string; tag?: unknown };
       if (text.trim() !== '')
-        notes.push({ body: text.slice(0, 10_000), tag: typeof tag === 'string' ? tag.slice(0, 100) : null });
+        notes.push({
+          body: truncate(text, 10_000),
+          tag: typeof tag === 'string' ? truncate(tag, 100) : null,
+        });
     } else {
       problems.push({
         key: 'notes',

@@ -96,7 +96,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     '/api/v1/records/bulk',
     {
       bodyLimit: BULK_BODY_LIMIT,
-      config: { auth: recordsWrite },
+      config: { auth: recordsWrite, bodyEntries: 'records' },
       schema: {
         tags,
         summary: 'Take in up to 100 records; each entry succeeds or fails on its own',
@@ -111,6 +111,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
           contextOf(request, 'records.bulk'),
           request.body as { records: Record<string, unknown>[] },
           request.headers['idempotency-key'],
+          request.entryProblems,
         ),
       ),
   );
@@ -147,7 +148,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     '/api/leads/bulk',
     {
       bodyLimit: BULK_BODY_LIMIT,
-      config: { auth: recordsWrite },
+      config: { auth: recordsWrite, bodyEntries: 'batch' },
       schema: {
         tags: ['S1'],
         summary: 'Create up to 1,000 leads, all or nothing',
@@ -155,6 +156,6 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: S1BulkResponse, ...s1Errors },
       },
     },
-    async (request) => intakeApi.s1Bulk(contextOf(request, 's1.bulk'), request.body),
+    async (request) => intakeApi.s1Bulk(contextOf(request, 's1.bulk'), request.body, request.entryProblems),
   );
 };

@@ -4,6 +4,7 @@ import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import { truncate } from '../../lib/text.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
@@ -383,7 +384,7 @@ export function createIntakeService({
       notes.map((note) => ({
         recordId,
         type: 'note_added',
-        message: note.body.slice(0, 500),
+        message: truncate(note.body, 500),
         data: { sender: 'api', sender_name: ctx.keyName, tag: note.tag ?? null },
       })),
       tx,
@@ -528,26 +529,46 @@ export function createIntakeService({
     };
   }
 
+  /** The log entry of a refused handover; what it names of the handover is what it gave. */
+  function refusalEntry(
+    ctx: IntakeContext,
+    handover: Pick<Handover, 'entity' | 'source'> | null,
+    error: AppError,
+  ) {
+    return {
+      requestId: ctx.requestId,
+      endpoint: ctx.endpoint,
+      outcome: 'refused',
+      statusCode: error.status,
+      recordId: null,
+      entityKey: handover ? truncate(handover.entity, 200) : null,
+      source: handover?.source ?? ctx.sourceName ?? 'api',
+      warnings: error.details ?? [],
+      error: error.code,
+    };
+  }
+
   async function logRefusal(ctx: IntakeContext, handover: Handover | null, error: AppError) {
+    await logRefusals(ctx, [{ handover, error }]);
+  }
+
+  async function logRefusals(
+    ctx: IntakeContext,
+    refusals: { handover: Pick<Handover, 'entity' | 'source'> | null; error: AppError }[],
+  ) {
     await intakeLog
-      .log(ctx.accountId, [
-        {
-          requestId: ctx.requestId,
-          endpoint: ctx.endpoint,
-          outcome: 'refused',
-          statusCode: error.status,
-          recordId: null,
-          entityKey: handover?.entity.slice(0, 200) ?? null,
-          source: handover?.source ?? ctx.sourceName ?? 'api',
-          warnings: error.details ?? [],
-          error: error.code,
-        },
-      ])
+      .log(
+        ctx.accountId,
+        refusals.map(({ handover, error }) => refusalEntry(ctx, handover, error)),
+      )
       .catch(() => {});
   }
 
   return {
     checkKey,
+
+    /** Logs refusals found before a handover was read, e.g. bulk entries refused at the edge. */
+    logRefusals,
 
     /**
      * Takes in one record. `answer` turns the outcome into the response body, which is stored

@@ -1,5 +1,6 @@
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { truncate } from '../../lib/text.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
 
@@ -101,7 +102,7 @@ export function createNotesService({
             idempotencyKey: input.idempotencyKey ?? null,
           },
           {
-            message: input.body.slice(0, 500),
+            message: truncate(input.body, 500),
             data: { sender: 'api', sender_name: sender.keyName, kind, request_id: sender.requestId },
           },
         );

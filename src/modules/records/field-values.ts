@@ -1,4 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
+import { truncate } from '../../lib/text.ts';
 import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
 
 /** Longest text value (decisions §4); textareas take more. */
@@ -274,7 +275,7 @@ export function displayName(entity: EntityDef, values: Record<string, unknown>):
     return typeof value === 'string' ? value.trim() : '';
   };
   const person = [byRole('first_name'), byRole('last_name')].filter(Boolean).join(' ');
-  return (person || byRole('company') || byRole('email')).slice(0, 300);
+  return truncate(person || byRole('company') || byRole('email'), 300);
 }
 
 export function emailOf(entity: EntityDef, values: Record<string, unknown>): string | null {

@@ -4,7 +4,7 @@ import type { Db } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
-import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
 import { isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { Warning } from '../intake/intake.service.ts';
@@ -109,7 +109,7 @@ export function createRecordsService({ db, entities, records, reads }: RecordsSe
         entityId = entity.id;
       }
       const updatedSince = query.updated_since ? new Date(query.updated_since) : undefined;
-      if (updatedSince && Number.isNaN(updatedSince.getTime())) {
+      if (updatedSince && !isStorableTime(updatedSince)) {
         throw new AppError('validation_failed', {
           details: [
             {

@@ -1,0 +1,34 @@
+/**
+ * Text PostgreSQL can store. `text` and `jsonb` refuse the NUL character and UTF-16 surrogates
+ * without their pair (JavaScript strings may hold both), so such text is refused at the edge
+ * (http/body-limits.ts) and never made by cutting a string between the two halves of a pair.
+ */
+
+/** NUL or any surrogate: the cheap first test; a hit is then checked exactly. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding NUL is the point.
+const SUSPECT = /[\u0000\uD800-\uDFFF]/;
+/** NUL or a surrogate without its pair (with the `u` flag a pair is one code point). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding NUL is the point.
+const UNSTORABLE = /[\u0000\p{Cs}]/gu;
+
+export function isStorableText(text: string): boolean {
+  return !SUSPECT.test(text) || (!text.includes('\u0000') && text.isWellFormed());
+}
+
+/** The text with NUL and unpaired surrogates written as `\uXXXX`, to name them in an answer. */
+export function escapeUnstorable(text: string): string {
+  if (isStorableText(text)) return text;
+  return text.replace(UNSTORABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The text without NUL and unpaired surrogates. */
+export function withoutUnstorable(text: string): string {
+  return isStorableText(text) ? text : text.replace(UNSTORABLE, '');
+}
+
+/** At most `max` UTF-16 units, never ending in the first half of a surrogate pair. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
