@@ -1,13 +1,17 @@
 import { s2Body } from '../../http/error-handler.ts';
 import { AppError } from '../../http/errors.ts';
+import { jsonChecker } from '../../http/validation.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
 import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
+import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
 const RECORD_SCOPE = 'POST /api/v1/records';
 const BULK_SCOPE = 'POST /api/v1/records/bulk';
+/** Each bulk entry is checked like a single-record body, and refused on its own (interface: bulk). */
+const checkEntry = jsonChecker(S2RecordBodySchema);
 /** Entries of one bulk call taken in at once. */
 const BULK_CONCURRENCY = 8;
 
@@ -88,13 +92,13 @@ export function createIntakeApi({
         // New records without their own idempotency key go in together, in one statement.
         const together: { index: number; handover: ReturnType<typeof readS2Body> }[] = [];
         for (const [index, entry] of body.records.entries()) {
+          const refused = checkEntry(entry);
+          if (refused) {
+            results[index] = refuse(refused);
+            continue;
+          }
           if (idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
           try {
-            if (typeof entry.entity !== 'string' || entry.entity === '') {
-              throw new AppError('validation_failed', {
-                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
-              });
-            }
             together.push({ index, handover: readS2Body(entry as S2RecordBody, ctx.modules) });
           } catch (error) {
             results[index] = refuse(error);
@@ -116,11 +120,6 @@ export function createIntakeApi({
           .filter(({ index }) => !results[index]);
         await mapLimited(rest, BULK_CONCURRENCY, async ({ entry, index }) => {
           try {
-            if (typeof entry.entity !== 'string' || entry.entity === '') {
-              throw new AppError('validation_failed', {
-                details: [{ key: 'entity', reason: 'required', message: 'entity is required' }],
-              });
-            }
             const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
             results[index] = { accepted: answer.status < 400, body: answer.body };
           } catch (error) {
