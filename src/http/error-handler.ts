@@ -65,12 +65,20 @@ export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
     if (error.keyword === 'required') reason = 'required';
     else if (error.keyword === 'type') reason = 'invalid_type';
     else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
-    else if (error.keyword === 'enum' || error.keyword === 'const' || error.keyword === 'anyOf')
-      reason = 'not_allowed';
+    else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';
     else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
     else if (error.keyword === 'uniqueItems') reason = 'duplicate';
     else if (
-      ['maxLength', 'minLength', 'maxItems', 'minItems', 'maximum', 'minimum'].includes(error.keyword ?? '')
+      [
+        'maxLength',
+        'minLength',
+        'maxItems',
+        'minItems',
+        'maximum',
+        'minimum',
+        'maxProperties',
+        'minProperties',
+      ].includes(error.keyword ?? '')
     ) {
       reason = 'out_of_range';
     }
