@@ -7,9 +7,11 @@ import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
 import { registerErrorHandling, sendError, toAppError } from './http/error-handler.ts';
 import { AppError } from './http/errors.ts';
+import { openapiOptions } from './http/openapi.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
+import { markFormBody, typedValidatorFactory } from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
@@ -71,6 +73,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return sendError(request, reply, known ? new AppError('not_found') : toAppError(error));
     },
     ajv: { customOptions: { allErrors: false, removeAdditional: false } },
+    schemaController: { compilersFactory: { buildValidator: typedValidatorFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook('onRequest', async (request, reply) => {
@@ -80,40 +83,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
   app.decorateRequest('entryProblems', null);
+  app.addHook('preValidation', async (request) => markFormBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));
 
   app.addSchema(S2Error);
   app.addSchema(S1Error);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Leadline API',
-        version: '1.0.0',
-        description:
-          'Lead intake and distribution. S1 (unversioned) below /api, S2 below /api/v1, the operator API below /admin/v1. The guide: [/docs/guide/README.md](/docs/guide/README.md) (in the repository: `docs/guide/`).',
-      },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: 'Account API key (lk_…), or the bare key' },
-          adminToken: { type: 'http', scheme: 'bearer', description: 'Operator token (LEADS_ADMIN_TOKEN)' },
-        },
-      },
-    },
-    refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, index) =>
-        (json.$id as string | undefined) ?? `def-${index}`,
-    },
-    transform: ({ schema, url, route }) => {
-      const auth = route.config?.auth;
-      const security = auth?.accept.includes('admin')
-        ? [{ adminToken: [] }]
-        : auth?.accept.includes('api_key')
-          ? [{ apiKey: [] }]
-          : undefined;
-      return { schema: security ? { ...schema, security } : schema, url };
-    },
-  });
+  await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, { routePrefix: '/docs' });
   registerErrorHandling(app, {
     checkApiKey: (accountId, keyId) => deps.services.auth.checkApiKey(accountId, keyId),

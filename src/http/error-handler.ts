@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type ErrorCode, type ValidationDetail } from './errors.ts';
+import { AppError, type ErrorCode, idempotencyKeyRefused, type ValidationDetail } from './errors.ts';
 
 /** S1 is everything below /api that is not below /api/v1 (interface: Conventions). */
 export function isS1Path(url: string): boolean {
@@ -22,16 +22,43 @@ function isDatabaseUnavailable(error: unknown): boolean {
   );
 }
 
-interface AjvError {
+export interface AjvError {
   instancePath?: string;
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
 }
 
+/**
+ * Ajv reports a failed `anyOf` as the errors of every branch followed by its own. One detail
+ * says more: the branch that went deepest (the value had its shape but failed inside), or one
+ * statement when every branch failed alike (the value's JSON type; a missing one of several keys).
+ */
+function collapseAlternatives(errors: AjvError[]): AjvError[] {
+  const last = errors.at(-1);
+  if (!last || (last.keyword !== 'anyOf' && last.keyword !== 'oneOf')) return errors;
+  const at = last.instancePath ?? '';
+  const branches = errors.slice(0, -1).filter((error) => (error.instancePath ?? '').startsWith(at));
+  if (branches.length === 0) return [last];
+  const deepest = branches.reduce((a, b) =>
+    (b.instancePath ?? '').length > (a.instancePath ?? '').length ? b : a,
+  );
+  if ((deepest.instancePath ?? '') !== at) return [deepest];
+  if (branches.every((error) => error.keyword === 'required')) {
+    const names = branches.map((error) => String(error.params?.missingProperty));
+    return [{ ...branches[0], message: `give ${[...new Set(names)].join(' or ')}` }];
+  }
+  if (branches.every((error) => error.keyword === 'type')) {
+    const types = branches.map((error) => String(error.params?.type));
+    return [{ ...last, keyword: 'type', message: `must be ${[...new Set(types)].join(' or ')}` }];
+  }
+  return [last];
+}
+
 /** Details of schema failures, from Ajv's errors or TypeBox's (which name `requiredProperties`). */
 export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
-  return errors.map((error) => {
+  // An `if` only says that its `then` failed, which has its own error.
+  return collapseAlternatives(errors.filter((error) => error.keyword !== 'if')).map((error) => {
     const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
     const required = error.params?.requiredProperties;
     const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
@@ -40,16 +67,36 @@ export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
     if (error.keyword === 'required') reason = 'required';
     else if (error.keyword === 'type') reason = 'invalid_type';
     else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
-    else if (error.keyword === 'enum' || error.keyword === 'const' || error.keyword === 'anyOf')
-      reason = 'not_allowed';
+    else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';
     else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
+    else if (error.keyword === 'uniqueItems') reason = 'duplicate';
     else if (
-      ['maxLength', 'minLength', 'maxItems', 'minItems', 'maximum', 'minimum'].includes(error.keyword ?? '')
+      [
+        'maxLength',
+        'minLength',
+        'maxItems',
+        'minItems',
+        'maximum',
+        'minimum',
+        'maxProperties',
+        'minProperties',
+      ].includes(error.keyword ?? '')
     ) {
       reason = 'out_of_range';
     }
     return { key, reason, message: error.message ?? reason };
   });
+}
+
+/** Where an idempotency key sits: the header, `meta.idempotency_key`, or a note's `idempotency_key`. */
+export function isIdempotencyKeyPath(instancePath: string | undefined): boolean {
+  return /^\/(idempotency-key|meta\/idempotency_key|idempotency_key)$/.test(instancePath ?? '');
+}
+
+/** The answer to a schema failure: 422 with details, or 400 for an idempotency key (decisions §4). */
+export function validationError(errors: AjvError[]): AppError {
+  if (errors.some((e) => isIdempotencyKeyPath(e.instancePath))) return idempotencyKeyRefused();
+  return new AppError('validation_failed', { details: detailsFromValidation(errors) });
 }
 
 /** Maps whatever was thrown to the one AppError the client will see. */
@@ -64,7 +111,7 @@ export function toAppError(error: unknown): AppError {
     ) {
       return new AppError('not_found');
     }
-    return new AppError('validation_failed', { details: detailsFromValidation(fastifyError.validation) });
+    return validationError(fastifyError.validation);
   }
   const status = fastifyError.statusCode;
   if (status === 413) return new AppError('payload_too_large');

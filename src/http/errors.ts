@@ -88,6 +88,13 @@ export function validationFailed(details: ValidationDetail[]): AppError {
   return new AppError('validation_failed', { details });
 }
 
+/** Decisions §4: a key outside 1–255 printable characters is 400, wherever it was sent. */
+export function idempotencyKeyRefused(): AppError {
+  return new AppError('invalid_idempotency_key', {
+    message: 'An idempotency key is 1 to 255 printable characters',
+  });
+}
+
 export function notFound(what = 'Not found'): AppError {
   return new AppError('not_found', { message: what });
 }

@@ -3,9 +3,29 @@ import { ERROR_CODES } from './errors.ts';
 
 /** Shared pieces of route schemas. */
 
+/** JSON Schema's `if`/`then`: `consequence` applies to a value that meets `condition`. */
+export function ifThen(condition: object, consequence: object): { if: object; then: object } {
+  // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword, never awaited
+  return { if: condition, then: consequence };
+}
+
 export const Uuid = Type.String({ format: 'uuid' });
 export const Timestamp = Type.String({ format: 'date-time' });
 export const IdParams = Type.Object({ id: Uuid });
+
+/**
+ * An idempotency key (decisions §4): 1–255 printable ASCII characters, no space at either end.
+ * The empty string means "no key". A key outside this rule answers 400 `invalid_idempotency_key`
+ * (the error handler maps a schema failure on a key to it), never 422.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = '^([\\x21-\\x7e]([\\x20-\\x7e]{0,253}[\\x21-\\x7e])?)?$';
+export const IdempotencyKey = Type.String({
+  maxLength: 255,
+  pattern: IDEMPOTENCY_KEY_PATTERN,
+  description:
+    '1–255 printable ASCII characters without a space at either end (empty: no key); another value answers 400 invalid_idempotency_key',
+});
+export const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) });
 
 /** S2 and operator error body: `{"error": code}`, plus members some codes carry. */
 export const S2Error = Type.Object(
@@ -37,10 +57,17 @@ export const Warning = Type.Object({
   message: Type.Optional(Type.String()),
 });
 
+/** A `next_cursor` as the service issued it; anything else answers 422 (key `cursor`). */
+export const Cursor = Type.String({
+  maxLength: 200,
+  pattern: '^[A-Za-z0-9_-]*$',
+  description: 'The next_cursor of the previous page, as given; another value answers 422',
+});
+
 /** Cursor pagination of every list endpoint but deliveries (decisions §6). */
 export const PageQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  cursor: Type.Optional(Cursor),
 });
 
 export const NextCursor = Type.Union([Type.String(), Type.Null()]);

@@ -23,6 +23,7 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountsServi
       config: { auth },
       schema: {
         tags,
+        operationId: 'createAccount',
         summary: 'Create an account and its first API key',
         body: CreateAccountBody,
         response: { 201: CreatedAccount, ...s2Errors },
@@ -37,6 +38,7 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountsServi
       config: { auth },
       schema: {
         tags,
+        operationId: 'listAccounts',
         summary: 'List accounts',
         querystring: PageQuery,
         response: { 200: AccountList, ...s2Errors },
@@ -49,7 +51,13 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountsServi
     '/admin/v1/accounts/:id',
     {
       config: { auth },
-      schema: { tags, summary: 'Read an account', params: IdParams, response: { 200: Account, ...s2Errors } },
+      schema: {
+        tags,
+        operationId: 'getAccount',
+        summary: 'Read an account',
+        params: IdParams,
+        response: { 200: Account, ...s2Errors },
+      },
     },
     async (request) => accounts.get(request.params.id),
   );
@@ -60,6 +68,7 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountsServi
       config: { auth },
       schema: {
         tags,
+        operationId: 'updateAccount',
         summary: 'Change name, modules or rate limit',
         params: IdParams,
         body: UpdateAccountBody,

@@ -18,6 +18,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeysService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'createApiKey',
         summary: 'Create an API key (its value is shown only in this answer)',
         body: CreateApiKeyBody,
         response: { 201: CreatedApiKey, ...s2Errors },
@@ -32,6 +33,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeysService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'listApiKeys',
         summary: 'List active API keys (without values)',
         querystring: PageQuery,
         response: { 200: ApiKeyList, ...s2Errors },
@@ -46,6 +48,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeysService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'updateApiKey',
         summary: 'Rename a key or switch strict mode',
         params: IdParams,
         body: UpdateApiKeyBody,
@@ -61,6 +64,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeysService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'revokeApiKey',
         summary: 'Revoke a key; it stops working at once',
         params: IdParams,
         response: { 204: Type.Null(), ...s2Errors },

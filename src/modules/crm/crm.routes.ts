@@ -25,6 +25,7 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService }>
       config: { auth },
       schema: {
         tags: ['CRM'],
+        operationId: 'listPipelines',
         summary: 'Pipelines and their stages, per entity',
         response: { 200: PipelineList, ...s2Errors },
       },

@@ -23,16 +23,27 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ documents: DocumentsSe
       config: { auth: { accept: ['signed_url', 'api_key'], permission: 'documents:read' } },
       schema: {
         tags,
+        operationId: 'getDocument',
         summary: 'Download a document (API key, or exp + sig of a signed address)',
         params: IdParams,
         querystring: Type.Object({
-          exp: Type.Optional(Type.String({ maxLength: 20 })),
-          sig: Type.Optional(Type.String({ maxLength: 100 })),
+          exp: Type.Optional(
+            Type.String({ maxLength: 20, description: 'End of validity of a signed address (unix seconds)' }),
+          ),
+          sig: Type.Optional(Type.String({ maxLength: 100, description: 'Signature of a signed address' })),
         }),
         response: {
           200: {
-            description: 'The file itself',
-            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+            description: 'The file itself, as its own media type (read from its bytes when it was fetched)',
+            headers: {
+              'Content-Disposition': { type: 'string', description: 'attachment, with the file name' },
+              'Content-Security-Policy': { type: 'string', enum: ['sandbox'] },
+              'Cache-Control': { type: 'string', enum: ['no-store, private'] },
+              'X-Content-Type-Options': { type: 'string', enum: ['nosniff'] },
+            },
+            content: {
+              '*/*': { schema: { type: 'string', format: 'binary', description: 'the file’s bytes' } },
+            },
           },
           ...s2Errors,
         },
@@ -61,6 +72,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ documents: DocumentsSe
       config: { auth: { accept: ['api_key'], permission: 'documents:read' } },
       schema: {
         tags,
+        operationId: 'createDocumentSignedUrl',
         summary: 'A signed address for this document, valid 30 minutes',
         params: IdParams,
         response: { 200: Type.Object({ url: Type.String(), expires_at: Timestamp }), ...s2Errors },

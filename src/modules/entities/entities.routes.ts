@@ -30,6 +30,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
       config: { auth: apiKey },
       schema: {
         tags: ['Entities'],
+        operationId: 'listEntities',
         summary: 'List entities with their fields, and the modules enabled for the account',
         response: { 200: S2EntityList, ...s2Errors },
       },
@@ -48,6 +49,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
         config: { auth: apiKey },
         schema: {
           tags: ['S1'],
+          operationId: path === '/api/entities' ? 'listEntitiesS1' : 'listLeadObjectsS1',
           summary: path === '/api/entities' ? 'List entities and fields' : 'Alias of GET /api/entities',
           response: { 200: S1EntityList, ...s1Errors },
         },
@@ -63,6 +65,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
       config: { auth: settings },
       schema: {
         tags: ['Settings: entities'],
+        operationId: 'listEntityDefinitions',
         summary: 'List entity definitions with duplicate rules and pipelines',
         response: { 200: SettingsEntityList, ...s2Errors },
       },
@@ -76,6 +79,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
       config: { auth: settings },
       schema: {
         tags: ['Settings: entities'],
+        operationId: 'putEntityDefinition',
         summary: 'Create or replace an entity definition',
         params: Type.Object({ key: EntityKey }),
         body: PutEntityBody,

@@ -1,32 +1,64 @@
 import { Type } from 'typebox';
-import { Timestamp, Uuid } from '../../http/schemas.ts';
-import { DUPLICATE_ACTIONS, FIELD_TYPES, ROLES } from './entities.model.ts';
+import { ifThen, Timestamp, Uuid } from '../../http/schemas.ts';
+import { DUPLICATE_ACTIONS, FIELD_TYPES, FORMATS_BY_TYPE, ROLES } from './entities.model.ts';
 
 export const KEY_PATTERN = '^[a-z][a-z0-9_]{0,99}$';
 export const EntityKey = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,99}$' });
+
+const ALL_FORMATS = [...new Set(Object.values(FORMATS_BY_TYPE).flat())];
+
+/**
+ * What each field type allows (decisions §3): its formats, options only on select types (and
+ * required there), a role only on text fields.
+ */
+const rulesByType = FIELD_TYPES.map((type) => {
+  const formats = FORMATS_BY_TYPE[type] ?? [];
+  const isSelect = type === 'select' || type === 'multiselect';
+  return ifThen(
+    { properties: { type: { const: type } }, required: ['type'] },
+    {
+      properties: {
+        format: { enum: [...formats, null] },
+        options: { type: 'array', ...(isSelect ? { minItems: 1 } : { maxItems: 0 }) },
+        ...(type === 'text' ? {} : { role: { const: null } }),
+      },
+      ...(isSelect ? { required: ['options'] } : {}),
+    },
+  );
+});
 
 const FieldInput = Type.Object(
   {
     key: Type.String({ pattern: KEY_PATTERN }),
     label: Type.String({ minLength: 1, maxLength: 100 }),
     type: Type.String({ enum: [...FIELD_TYPES] }),
-    format: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()])),
+    format: Type.Optional(Type.Union([Type.String({ enum: ALL_FORMATS }), Type.Null()])),
     required: Type.Optional(Type.Boolean()),
-    options: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500 })),
-    role: Type.Optional(Type.Union([Type.String({ enum: [...ROLES] }), Type.Null()])),
+    options: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500, uniqueItems: true }),
+    ),
+    role: Type.Optional(
+      Type.Union([Type.String({ enum: [...ROLES] }), Type.Null()], {
+        description: 'text fields only; each role on one field at most',
+      }),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, allOf: rulesByType },
 );
 
 export const PutEntityBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    fields: Type.Array(FieldInput, { maxItems: 300 }),
+    fields: Type.Array(FieldInput, { maxItems: 300, description: 'field keys distinct' }),
     duplicate_rule: Type.Optional(
       Type.Union([
         Type.Object(
           {
-            match: Type.Array(Type.String({ pattern: KEY_PATTERN }), { minItems: 1, maxItems: 10 }),
+            match: Type.Array(Type.String({ pattern: KEY_PATTERN }), {
+              minItems: 1,
+              maxItems: 10,
+              description: 'keys of fields of this entity, not of type file, files or multiselect',
+            }),
             action: Type.String({ enum: [...DUPLICATE_ACTIONS] }),
           },
           { additionalProperties: false },
@@ -39,11 +71,15 @@ export const PutEntityBody = Type.Object(
         Type.Object(
           {
             name: Type.String({ minLength: 1, maxLength: 100 }),
-            stages: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 }),
+            stages: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+              minItems: 1,
+              maxItems: 100,
+              uniqueItems: true,
+            }),
           },
           { additionalProperties: false },
         ),
-        { maxItems: 20 },
+        { maxItems: 20, description: 'pipeline names distinct' },
       ),
     ),
     archived: Type.Optional(Type.Boolean()),

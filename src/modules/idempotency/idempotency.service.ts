@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Executor } from '../../db/types.ts';
 import { s2Body } from '../../http/error-handler.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, idempotencyKeyRefused } from '../../http/errors.ts';
 import type { IdempotencyRef, IdempotencyRepo } from './idempotency.repo.ts';
 
 /** Keys are kept 24 hours (decisions §4). */
@@ -55,9 +55,7 @@ export function requestHash(body: unknown): string {
 /** 1–255 printable ASCII characters without leading or trailing spaces (decisions §4). */
 export function checkIdempotencyKey(key: unknown): string {
   if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
-    throw new AppError('invalid_idempotency_key', {
-      message: 'An idempotency key is 1 to 255 printable characters',
-    });
+    throw idempotencyKeyRefused();
   }
   return key;
 }

@@ -1,6 +1,6 @@
-import { Compile } from 'typebox/compile';
-import { detailsFromValidation, s2Body } from '../../http/error-handler.ts';
+import { s2Body } from '../../http/error-handler.ts';
 import { AppError, type ValidationDetail, validationFailed } from '../../http/errors.ts';
+import { jsonChecker } from '../../http/validation.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import { isStorableText } from '../../lib/text.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
@@ -8,16 +8,18 @@ import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './i
 import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
 
-/** A bulk entry is shaped like the body of POST /api/v1/records; the call's schema leaves that to each entry. */
-const recordBodyCheck = Compile(S2RecordBodySchema);
+/**
+ * A bulk entry is checked like the body of POST /api/v1/records (typed, no coercion); the call's
+ * schema leaves that to each entry, so that a bad one is refused on its own (interface: bulk).
+ */
+const recordBodyCheck = jsonChecker(S2RecordBodySchema);
 
 function checkBulkEntry(entry: Record<string, unknown>): void {
   if (typeof entry.entity !== 'string' || entry.entity === '') {
     throw validationFailed([{ key: 'entity', reason: 'required', message: 'entity is required' }]);
   }
-  if (!recordBodyCheck.Check(entry)) {
-    throw validationFailed(detailsFromValidation([...recordBodyCheck.Errors(entry)].slice(0, 1)));
-  }
+  const refused = recordBodyCheck(entry);
+  if (refused) throw refused;
 }
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */

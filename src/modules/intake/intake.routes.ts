@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
 import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
-import { PageQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
+import { IdempotencyHeaders, PageQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
 import type { Answer, IntakeApi } from './intake.api.ts';
 import {
   BulkBody,
@@ -15,6 +15,7 @@ import {
   S1IntakeBody,
   S1IntakeResponse,
   S2RecordBody,
+  SourceTokenBody,
 } from './intake.schemas.ts';
 import type { IntakeContext, IntakeService } from './intake.service.ts';
 
@@ -55,9 +56,10 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: recordsWriteRemembered },
       schema: {
         tags,
+        operationId: 'createRecord',
         summary: 'Take in a record (201 created, 200 updated or duplicate)',
         body: S2RecordBody,
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
+        headers: IdempotencyHeaders,
         response: recordResponses,
       },
     },
@@ -78,17 +80,25 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: { accept: ['source_token'] } },
       schema: {
         tags,
+        operationId: 'createRecordWithSourceToken',
         summary: 'Take in a record with a source token in the path (same rules as POST /api/v1/records)',
-        params: Type.Object({ token: Type.String({ maxLength: 200 }) }),
-        body: S2RecordBody,
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
+        params: Type.Object({
+          token: Type.String({ maxLength: 200, description: 'The source token (st_…): the credential' }),
+        }),
+        body: SourceTokenBody,
+        headers: IdempotencyHeaders,
         response: recordResponses,
       },
     },
     async (request, reply) =>
       send(
         reply,
-        await intakeApi.record(contextOf(request, 'in'), request.body, request.headers['idempotency-key']),
+        await intakeApi.record(
+          contextOf(request, 'in'),
+          // Either encoding's schema (SourceTokenBody) admits only what a record body may hold.
+          request.body as Static<typeof S2RecordBody>,
+          request.headers['idempotency-key'],
+        ),
       ),
   );
 
@@ -99,8 +109,10 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: recordsWrite, bodyEntries: 'records' },
       schema: {
         tags,
+        operationId: 'createRecordsBulk',
         summary: 'Take in up to 100 records; each entry succeeds or fails on its own',
         body: BulkBody,
+        headers: IdempotencyHeaders,
         response: { 200: BulkResponse, ...s2Errors },
       },
     },
@@ -122,6 +134,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: { accept: ['api_key'], permission: 'records:read' } },
       schema: {
         tags,
+        operationId: 'listIntakeLog',
         summary: 'Outcome of every intake call, newest first',
         querystring: PageQuery,
         response: { 200: IntakeLogList, ...s2Errors },
@@ -136,8 +149,10 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: recordsWriteRemembered },
       schema: {
         tags: ['S1'],
+        operationId: 'createLeadS1',
         summary: 'Create one lead; flat JSON or form-encoded, keys matched to fields by key or label',
         body: S1IntakeBody,
+        consumes: ['application/json', 'application/x-www-form-urlencoded'],
         response: { 200: S1IntakeResponse, ...s1Errors },
       },
     },
@@ -151,6 +166,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: recordsWrite, bodyEntries: 'batch' },
       schema: {
         tags: ['S1'],
+        operationId: 'createLeadsBulkS1',
         summary: 'Create up to 1,000 leads, all or nothing',
         body: S1BulkBody,
         response: { 200: S1BulkResponse, ...s1Errors },

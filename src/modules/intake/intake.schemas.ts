@@ -1,7 +1,24 @@
 import { Type } from 'typebox';
-import { NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { IdempotencyKey, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { ORIGIN_KEYS } from './intake.handover.ts';
 
 const ShortText = Type.String({ maxLength: 200 });
+
+/** Text of `meta` (decisions §4); null or empty means "not given". */
+function metaText(maxLength: number, description: string) {
+  return Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()], { description }));
+}
+
+/** Facts about the submission (interface: POST /api/v1/records `meta`); other keys are `unmapped` warnings. */
+export const IntakeMeta = Type.Object(
+  {
+    source: metaText(100, 'Stored as the record source'),
+    idempotency_key: Type.Optional(Type.Union([IdempotencyKey, Type.Null()])),
+    external_id: metaText(255, 'The sender’s id of the lead; a match updates that record'),
+    ...Object.fromEntries(ORIGIN_KEYS.map((key) => [key, metaText(2000, 'Origin of the submission')])),
+  },
+  { additionalProperties: true, maxProperties: 50, propertyNames: { maxLength: 100 } },
+);
 
 /** POST /api/v1/records body: known nodes typed, every other top-level key is a field name (rule 1). */
 export const S2RecordBody = Type.Object(
@@ -37,10 +54,48 @@ export const S2RecordBody = Type.Object(
     distribution: Type.Optional(
       Type.Object({ partner_ids: Type.Optional(Type.Array(Uuid, { maxItems: 100 })) }),
     ),
-    meta: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 50 })),
+    meta: Type.Optional(IntakeMeta),
   },
-  { additionalProperties: true, maxProperties: 600 },
+  {
+    additionalProperties: true,
+    maxProperties: 600,
+    description:
+      'Known keys as listed; every other top-level key is a field name (its value is read for the field type, e.g. "42" for a number).',
+  },
 );
+
+/**
+ * POST /api/v1/in/{token} as an HTML form posts it: flat text. Every key but `entity` and `note`
+ * is a field name (rule 1); the nested nodes have no form spelling.
+ */
+export const S2RecordForm = Type.Object(
+  {
+    entity: Type.String({ minLength: 1, maxLength: 100 }),
+    note: Type.Optional(Type.String({ maxLength: 10_000 })),
+    ...Object.fromEntries(
+      ['fields', 'documents', 'crm', 'booking', 'distribution', 'meta'].map((key) => [
+        key,
+        Type.Optional(Type.Never({ description: 'not taken from a form' })),
+      ]),
+    ),
+  },
+  {
+    additionalProperties: Type.Union([
+      Type.String({ maxLength: 100_000 }),
+      Type.Array(Type.String({ maxLength: 100_000 }), { maxItems: 100 }),
+    ]),
+    maxProperties: 600,
+    description: 'Every key but entity and note is a field name; a repeated name gives several values.',
+  },
+);
+
+/** The encodings of POST /api/v1/in/{token} (decisions §13), each with its own schema. */
+export const SourceTokenBody = {
+  content: {
+    'application/json': { schema: S2RecordBody },
+    'application/x-www-form-urlencoded': { schema: S2RecordForm },
+  },
+};
 
 export const IntakeResponse = Type.Object({
   id: Uuid,
@@ -74,9 +129,56 @@ export const BulkResponse = Type.Object({
   ),
 });
 
-export const S1IntakeBody = Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
+/** Text that is not blank (the service trims names). */
+const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
+const NoteText = Type.String({ maxLength: 10_000 });
+
+/** Keys of an S1 lead that are parameters, not field names (interface: POST /intake). */
+const s1LeadProperties = {
+  assignee: Type.Optional(Type.String({ maxLength: 254, description: 'user uuid or email' })),
+  viewers: Type.Optional(
+    Type.Union([
+      Type.String({ maxLength: 10_000, description: 'user uuids or emails, comma-separated' }),
+      Type.Array(Type.String({ maxLength: 254 }), { maxItems: 100 }),
+    ]),
+  ),
+  note: Type.Optional(NoteText),
+  notes: Type.Optional(
+    Type.Array(
+      Type.Union([
+        NoteText,
+        Type.Object({ text: NoteText, tag: Type.Optional(Type.String({ maxLength: 100 })) }),
+      ]),
+      { maxItems: 50 },
+    ),
+  ),
+};
+
+const s1LeadOptions = {
+  additionalProperties: true,
   maxProperties: 600,
-});
+  propertyNames: { maxLength: 200 },
+  // `status:<pipeline>` places the lead in a stage (CRM module); the prefix is case-insensitive.
+  patternProperties: { '^[Ss][Tt][Aa][Tt][Uu][Ss]:': NonBlank(100) },
+};
+
+/** POST /api/intake: flat JSON or form; `entity` (or its alias `lead_object`) is required. */
+export const S1IntakeBody = Type.Object(
+  {
+    entity: Type.Optional(NonBlank(100)),
+    lead_object: Type.Optional(NonBlank(100)),
+    ...s1LeadProperties,
+  },
+  {
+    ...s1LeadOptions,
+    anyOf: [{ required: ['entity'] }, { required: ['lead_object'] }],
+    description:
+      'Known keys as listed; every other key is matched to a field by key or label (case, spaces, _ and - ignored).',
+  },
+);
+
+/** One lead of POST /api/leads/bulk; its entity is the call's. */
+const S1BulkLead = Type.Object(s1LeadProperties, s1LeadOptions);
 
 export const S1IntakeResponse = Type.Object({
   status: Type.Literal('success'),
@@ -87,7 +189,7 @@ export const S1IntakeResponse = Type.Object({
 export const S1BulkBody = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
-    batch: Type.Array(Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { maxProperties: 600 }), {
+    batch: Type.Array(S1BulkLead, {
       minItems: 1,
       maxItems: 1000,
     }),

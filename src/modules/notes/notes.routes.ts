@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { apiKeyOf } from '../../http/auth.ts';
-import { s2Errors } from '../../http/schemas.ts';
-import { NoteBody, NoteOut } from './notes.schemas.ts';
-import type { NotesService } from './notes.service.ts';
+import { IdempotencyHeaders, s2Errors } from '../../http/schemas.ts';
+import { AmbiguousMatch, NoteBody, NoteOut } from './notes.schemas.ts';
+import type { NoteInput, NotesService } from './notes.service.ts';
 
 export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = async (app, { notes }) => {
   app.post(
@@ -12,10 +11,11 @@ export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = a
       config: { auth: { accept: ['api_key'], permission: 'notes:write' } },
       schema: {
         tags: ['Notes'],
+        operationId: 'createNote',
         summary: 'Add a note to an existing record, found by id or by email; never creates a record',
         body: NoteBody,
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ maxLength: 255 })) }),
-        response: { 200: NoteOut, 201: NoteOut, ...s2Errors },
+        headers: IdempotencyHeaders,
+        response: { 200: NoteOut, 201: NoteOut, 409: AmbiguousMatch, ...s2Errors },
       },
     },
     async (request, reply) => {
@@ -28,7 +28,8 @@ export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = a
           record: request.body.record,
           email: request.body.email,
           entity: request.body.entity,
-          kind: request.body.kind,
+          // The schema's enum is NOTE_KINDS.
+          kind: request.body.kind as NoteInput['kind'],
           idempotencyKey:
             request.body.idempotency_key ??
             (typeof header === 'string' && header !== '' ? header : undefined),

@@ -2,6 +2,7 @@ import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { truncate } from '../../lib/text.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
+import { checkIdempotencyKey } from '../idempotency/idempotency.service.ts';
 import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
 
 export const NOTE_KINDS = ['general', 'call', 'email'] as const;
@@ -85,6 +86,7 @@ export function createNotesService({
       input: NoteInput,
     ): Promise<{ note: ReturnType<typeof presentNote>; replayed: boolean }> {
       if (input.idempotencyKey) {
+        checkIdempotencyKey(input.idempotencyKey);
         const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);
         if (existing) return { note: presentNote(existing), replayed: true };
       }

@@ -43,6 +43,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: read },
       schema: {
         tags,
+        operationId: 'getRecord',
         summary: 'Read a record; documents come back as addresses',
         params: IdParams,
         response: { 200: RecordOut, ...s2Errors },
@@ -57,6 +58,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: read },
       schema: {
         tags,
+        operationId: 'listRecords',
         summary: 'List records changed since a time, oldest change first (for polling)',
         querystring: RecordListQuery,
         response: { 200: RecordList, ...s2Errors },
@@ -71,6 +73,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: write },
       schema: {
         tags,
+        operationId: 'updateRecord',
         summary: 'Change named fields and attach documents; unnamed fields stay untouched',
         params: IdParams,
         body: PatchRecordBody,
@@ -86,6 +89,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: { accept: ['record_token'] } },
       schema: {
         tags,
+        operationId: 'updateRecordWithToken',
         summary: 'Change the fields a record token opens (the token names the record)',
         body: PatchRecordBody,
         response: { 200: PatchRecordResponse, ...s2Errors },
@@ -104,6 +108,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: write },
       schema: {
         tags,
+        operationId: 'createRecordToken',
         summary: 'Issue a record token that opens the named fields of this record',
         params: IdParams,
         body: IssueTokenBody,
@@ -120,6 +125,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: read },
       schema: {
         tags: ['S1'],
+        operationId: 'getLeadS1',
         summary: 'Read a lead with its latest events',
         params: IdParams,
         response: { 200: S1Lead, ...s1Errors },
@@ -134,6 +140,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       config: { auth: write },
       schema: {
         tags: ['S1'],
+        operationId: 'updateLeadS1',
         summary: 'Update lead fields, optionally with a note',
         params: IdParams,
         body: S1PatchBody,

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { Cursor, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { KEY_PATTERN } from '../entities/entities.schemas.ts';
 
 export const DocumentOut = Type.Object({
   id: Uuid,
@@ -28,9 +29,11 @@ export const RecordList = Type.Object({ records: Type.Array(RecordOut), next_cur
 
 export const RecordListQuery = Type.Object({
   entity: Type.Optional(Type.String({ maxLength: 100 })),
-  updated_since: Type.Optional(Type.String({ maxLength: 64 })),
+  updated_since: Type.Optional(
+    Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 timestamp with offset' }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  cursor: Type.Optional(Cursor),
 });
 
 const DocumentRef = Type.Object({
@@ -60,7 +63,13 @@ export const PatchRecordResponse = Type.Object({
 
 export const IssueTokenBody = Type.Object(
   {
-    fields: Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 300 }),
+    fields: Type.Array(
+      Type.String({ pattern: KEY_PATTERN, description: 'a field key of the record’s entity' }),
+      {
+        minItems: 1,
+        maxItems: 300,
+      },
+    ),
     expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 })),
   },
   { additionalProperties: false },

@@ -18,6 +18,7 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'createSource',
         summary: 'Create a source and its token',
         body: Type.Object(
           { name: Type.String({ minLength: 1, maxLength: 100 }) },
@@ -39,6 +40,7 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'listSources',
         summary: 'List sources with the prefix of their active token',
         querystring: PageQuery,
         response: {
@@ -66,6 +68,7 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'rotateSourceToken',
         summary: 'Issue a new token; the old one stops working',
         params: IdParams,
         response: { 201: Type.Object({ token: Token }), ...s2Errors },
@@ -81,6 +84,7 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
       config: { auth },
       schema: {
         tags,
+        operationId: 'revokeSourceToken',
         summary: 'Revoke the source token',
         params: IdParams,
         response: { 204: Type.Null(), ...s2Errors },

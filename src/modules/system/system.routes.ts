@@ -31,6 +31,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ checkDatabase: () => Prom
     {
       schema: {
         tags: ['System'],
+        operationId: 'getHealth',
         summary: 'Liveness and database reachability',
         response: { 200: Type.Object({ status: Type.Literal('ok') }), ...s2Errors },
       },

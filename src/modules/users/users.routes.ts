@@ -15,6 +15,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
       config: { auth },
       schema: {
         tags,
+        operationId: 'createUser',
         summary: 'Add a user (assignee or viewer of leads)',
         body: Type.Object(
           {
@@ -35,6 +36,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
       config: { auth },
       schema: {
         tags,
+        operationId: 'listUsers',
         summary: 'List users',
         querystring: PageQuery,
         response: { 200: Type.Object({ users: Type.Array(User), next_cursor: NextCursor }), ...s2Errors },

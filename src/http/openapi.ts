@@ -1,0 +1,224 @@
+import type { SwaggerOptions } from '@fastify/swagger';
+import type { CredentialKind, RouteAuth } from './auth.ts';
+import { ERROR_STATUS } from './errors.ts';
+import { ifThen } from './schemas.ts';
+
+/**
+ * The OpenAPI document served at /api/v1/openapi.json (docs/decisions.md, "OpenAPI document"):
+ * what @fastify/swagger makes of the route schemas, plus what no single route states: which
+ * credential each operation takes, the rate-limit and request-id headers, and error bodies
+ * typed per status.
+ */
+
+/** Each credential kind as a security requirement; a source token sits in the path instead. */
+const SECURITY_BY_CREDENTIAL: Partial<Record<CredentialKind, string>> = {
+  api_key: 'apiKey',
+  admin: 'adminToken',
+  record_token: 'recordToken',
+  signed_url: 'signedAddress',
+};
+
+/** Schemes whose requests count against the account's rate limit (decisions §9). */
+const METERED_SCHEMES = new Set(['apiKey', 'recordToken', 'signedAddress']);
+
+const TAGS = [
+  { name: 'Intake', description: 'Taking in records (S2): single, bulk, by source token; the intake log' },
+  { name: 'Records', description: 'Reading and changing records; record tokens' },
+  { name: 'Notes', description: 'Notes on existing records' },
+  { name: 'Documents', description: 'Files attached to records, and their signed addresses' },
+  { name: 'Entities', description: 'Entities and their fields, as integrations read them' },
+  { name: 'CRM', description: 'Pipelines and stages (CRM module)' },
+  { name: 'S1', description: 'The unversioned surface below /api' },
+  { name: 'Settings: API keys', description: 'The account’s API keys' },
+  { name: 'Settings: sources', description: 'Sources and their intake tokens' },
+  { name: 'Settings: users', description: 'The account’s users (assignees and viewers)' },
+  { name: 'Settings: entities', description: 'Entity definitions, duplicate rules and pipelines' },
+  { name: 'Operator', description: 'Accounts of the instance, with the operator token' },
+  { name: 'System', description: 'Health of the service' },
+];
+
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer', minimum: 0 } });
+
+const HEADERS = {
+  'X-Request-Id': {
+    description: 'The request’s id: the caller’s when it sent a sane one, else a new one',
+    schema: { type: 'string', maxLength: 128 },
+  },
+  'RateLimit-Limit': integerHeader('Requests a minute the account may make'),
+  'RateLimit-Remaining': integerHeader('Requests left in the current window'),
+  'RateLimit-Reset': integerHeader('Seconds until the allowance is full again'),
+  'Retry-After': integerHeader('Seconds to wait before the next attempt'),
+  'Idempotent-Replayed': {
+    description: '`true` when this is the stored answer of an earlier request with the same idempotency key',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
+
+const headerRef = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+const RATE_HEADERS = {
+  'RateLimit-Limit': headerRef('RateLimit-Limit'),
+  'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
+  'RateLimit-Reset': headerRef('RateLimit-Reset'),
+};
+
+const codesOf = (status: number) =>
+  Object.entries(ERROR_STATUS)
+    .filter(([, code]) => code === status)
+    .map(([name]) => name);
+
+const detailsSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['key', 'reason', 'message'],
+    properties: { key: { type: 'string' }, reason: { type: 'string' }, message: { type: 'string' } },
+  },
+};
+
+/** S2 error bodies of one status, its codes taken from the closed list (http/errors.ts). */
+function s2ErrorFor(status: number, extra: object = {}) {
+  return {
+    type: 'object',
+    required: ['error'],
+    properties: { error: { type: 'string', enum: codesOf(status) }, details: detailsSchema },
+    additionalProperties: true,
+    ...extra,
+  };
+}
+
+const ERROR_SCHEMAS = {
+  S2Unauthorized: s2ErrorFor(401),
+  S2RateLimited: s2ErrorFor(429),
+  S2BadRequest: s2ErrorFor(400),
+  S2Unprocessable: s2ErrorFor(
+    422,
+    ifThen(
+      { properties: { error: { const: 'validation_failed' } } },
+      { required: ['details'], properties: { details: detailsSchema } },
+    ),
+  ),
+};
+
+type Operation = {
+  security?: Record<string, string[]>[];
+  parameters?: { in: string; name: string }[];
+  requestBody?: unknown;
+  responses: Record<string, { description: string; headers?: object; content?: object }>;
+};
+
+function errorResponse(description: string, schemaName: string, headers: object = {}) {
+  return {
+    description,
+    headers,
+    content: { 'application/json': { schema: { $ref: `#/components/schemas/${schemaName}` } } },
+  };
+}
+
+/** Adds what every operation answers beside its own responses. */
+function completeOperation(path: string, operation: Operation): void {
+  const s1 = path.startsWith('/api/') && !path.startsWith('/api/v1');
+  const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
+  const metered = schemes.some((scheme) => METERED_SCHEMES.has(scheme)) || path.startsWith('/api/v1/in/');
+  const authenticated = schemes.length > 0 || path.startsWith('/api/v1/in/');
+  const idempotent = (operation.parameters ?? []).some(
+    (p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
+  );
+  const validated = Boolean(operation.requestBody) || (operation.parameters ?? []).length > 0;
+  const responses = operation.responses;
+  const error = (status: string, description: string, s2Schema: string, headers: object = {}) => {
+    responses[status] ??= errorResponse(description, s1 ? 'S1Error' : s2Schema, headers);
+  };
+  if (authenticated) error('401', 'Missing, unknown or revoked credential', 'S2Unauthorized');
+  if (validated) error('422', 'The request has invalid values (details name them)', 'S2Unprocessable');
+  if (idempotent) error('400', 'The idempotency key is not 1–255 printable characters', 'S2BadRequest');
+  if (metered) {
+    error('429', 'Over the account’s rate limit', 'S2RateLimited', {
+      'Retry-After': headerRef('Retry-After'),
+    });
+  }
+  for (const [status, response] of Object.entries(responses)) {
+    response.headers = {
+      'X-Request-Id': headerRef('X-Request-Id'),
+      ...(metered ? RATE_HEADERS : {}),
+      ...(idempotent && status.startsWith('2')
+        ? { 'Idempotent-Replayed': headerRef('Idempotent-Replayed') }
+        : {}),
+      ...response.headers,
+    };
+  }
+}
+
+/** `createRecord`-like names from the method and path, for an operation that names none. */
+function derivedOperationId(method: string, url: string): string {
+  const words = url
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part) => (part.startsWith(':') ? `by-${part.slice(1)}` : part))
+    .join('-')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean);
+  return [method.toLowerCase(), ...words.map((w) => w[0]!.toUpperCase() + w.slice(1))].join('');
+}
+
+export function openapiOptions(): SwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Leadline API',
+        version: '1.0.0',
+        description:
+          'Lead intake and distribution. S1 (unversioned) below /api, S2 below /api/v1, the operator API below /admin/v1. The guide: [/docs/guide/README.md](/docs/guide/README.md) (in the repository: `docs/guide/`).',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: '/', description: 'This instance (the address this document was read from)' }],
+      tags: TAGS,
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'Account API key (lk_…), or the bare key' },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'Operator token (LEADS_ADMIN_TOKEN)' },
+          recordToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'rt_…',
+            description: 'Record token: names one record and the fields it opens',
+          },
+          signedAddress: {
+            type: 'apiKey',
+            in: 'query',
+            name: 'sig',
+            description:
+              'Signature of a signed document address, sent with its `exp`; valid for that document for 30 minutes',
+          },
+        },
+        headers: HEADERS,
+        schemas: ERROR_SCHEMAS,
+      } as never,
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, index) =>
+        (json.$id as string | undefined) ?? `def-${index}`,
+    },
+    transform: ({ schema, url, route }) => {
+      const auth = (route.config as { auth?: RouteAuth } | undefined)?.auth;
+      // A route without credentials, or one whose credential is a path segment, needs no scheme.
+      const security = (auth?.accept ?? [])
+        .map((kind) => SECURITY_BY_CREDENTIAL[kind])
+        .filter((name): name is string => name !== undefined)
+        .map((name) => ({ [name]: [] }));
+      const method = Array.isArray(route.method) ? route.method[0]! : route.method;
+      const operationId =
+        (schema as { operationId?: string } | undefined)?.operationId ?? derivedOperationId(method, url);
+      return { schema: { ...schema, security, operationId } as typeof schema, url };
+    },
+    transformObject: (document) => {
+      const openapiObject = (document as { openapiObject: { paths?: Record<string, object> } }).openapiObject;
+      for (const [path, methods] of Object.entries(openapiObject.paths ?? {})) {
+        for (const operation of Object.values(methods as Record<string, Operation>)) {
+          completeOperation(path, operation);
+        }
+      }
+      return openapiObject as never;
+    },
+  };
+}

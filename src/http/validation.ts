@@ -1,0 +1,79 @@
+import { AjvCompiler } from '@fastify/ajv-compiler';
+import type { FastifyRequest, FastifyServerOptions } from 'fastify';
+import { type AjvError, validationError } from './error-handler.ts';
+import type { AppError } from './errors.ts';
+
+/**
+ * Request validation with types that mean what they say (HTTP conventions in docs/decisions.md):
+ * a JSON body is typed, so a value of the wrong JSON type is refused (422 `invalid_type`)
+ * instead of converted; a form body, a query string, path parameters and headers carry only
+ * text, so those keep Ajv's conversion of text to numbers and booleans.
+ */
+
+/** Bodies read from a form encoding; only these are converted by the body validator. */
+const formBodies = new WeakSet<object>();
+
+/** Marks a parsed form body, so that its text values are converted when it is validated. */
+export function markFormBody(request: FastifyRequest): void {
+  const body = request.body;
+  if (
+    body !== null &&
+    typeof body === 'object' &&
+    request.mediaType === 'application/x-www-form-urlencoded'
+  ) {
+    formBodies.add(body);
+  }
+}
+
+type Validate = ((data: unknown, context?: unknown) => boolean) & { errors?: unknown; schemaEnv?: unknown };
+
+/** The body validator: strict for JSON, converting for a marked form body. */
+function typedBody(strict: Validate, converting: Validate): Validate {
+  const validate: Validate = (data, context) => {
+    const chosen = data !== null && typeof data === 'object' && formBodies.has(data) ? converting : strict;
+    const valid = chosen(data, context);
+    validate.errors = chosen.errors;
+    return valid;
+  };
+  // Fastify hands Ajv the parent object (for a root value Ajv replaces) when it sees this.
+  validate.schemaEnv = strict.schemaEnv;
+  return validate;
+}
+
+interface RouteSchema {
+  schema: unknown;
+  httpPart?: string;
+}
+type Compile = (route: RouteSchema) => Validate;
+type BuildCompiler = (externalSchemas: unknown, options: { customOptions?: object }) => Compile;
+
+// The pool's declared types describe Ajv's own compile; at run time it takes a route's schema
+// definition, as Fastify's schema controller calls it.
+const buildAjv = AjvCompiler() as unknown as BuildCompiler;
+
+/** `schemaController.compilersFactory.buildValidator` with the rule above. */
+export function buildTypedValidator(externalSchemas: unknown, options: { customOptions?: object }): Compile {
+  const converting = buildAjv(externalSchemas, options);
+  const strict = buildAjv(externalSchemas, {
+    ...options,
+    customOptions: { ...options.customOptions, coerceTypes: false },
+  });
+  return (route) =>
+    route.httpPart === 'body' ? typedBody(strict(route), converting(route)) : converting(route);
+}
+
+/** The same factory typed as Fastify's server option expects it. */
+export const typedValidatorFactory = buildTypedValidator as unknown as NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
+>;
+
+const jsonCompile = buildTypedValidator({}, { customOptions: { allErrors: false, removeAdditional: false } });
+
+/**
+ * Checks a JSON value inside a body against its schema, as the body validator would (typed,
+ * never converted): for the entries of a bulk call, each of which is refused on its own.
+ */
+export function jsonChecker(schema: object): (value: unknown) => AppError | null {
+  const validate = jsonCompile({ schema, httpPart: 'body' });
+  return (value) => (validate(value) ? null : validationError((validate.errors ?? []) as AjvError[]));
+}

@@ -1,0 +1,403 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads, LEAD_ENTITY } from '../helpers/fixtures.ts';
+
+/** What every body-taking operation is called with: a valid body and values of a wrong JSON type. */
+interface BodyCase {
+  method: 'POST' | 'PUT' | 'PATCH';
+  /** The documented path, as in the OpenAPI document. */
+  path: string;
+  url: () => string;
+  key: () => string;
+  body: Record<string, unknown>;
+  /** Key of the body (dotted) → a value of another JSON type than the document's. */
+  wrong: Record<string, unknown>;
+}
+
+function setDotted(body: Record<string, unknown>, dotted: string, value: unknown): Record<string, unknown> {
+  const copy = structuredClone(body);
+  const parts = dotted.split('.');
+  let node: any = copy;
+  for (const part of parts.slice(0, -1)) node = node[part];
+  node[parts.at(-1)!] = value;
+  return copy;
+}
+
+describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  let recordId: string;
+  let recordToken: string;
+  let sourceToken: string;
+  let keyId: string;
+
+  /** Every table's rows, so that "nothing written" covers every table there is. */
+  async function snapshot(): Promise<string> {
+    const tables = await sql<{ name: string }>`
+      SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`.execute(t.db);
+    const parts: string[] = [];
+    for (const { name } of tables.rows) {
+      const rows = await sql<{ row: string }>`SELECT t::text AS row FROM ${sql.table(name)} t`.execute(t.db);
+      parts.push(
+        `${name}:${rows.rows
+          .map((r) => r.row)
+          .sort()
+          .join('\n')}`,
+      );
+    }
+    return parts.join('\n\n');
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await accountWithLeads(t, { modules: ['crm'] });
+    const created = await t.request({
+      method: 'POST',
+      url: '/api/v1/records',
+      key: account.apiKey,
+      body: { entity: 'lead', fields: { email: 'typed@b.co' } },
+    });
+    recordId = created.json().id;
+    recordToken = (
+      await t.request({
+        method: 'POST',
+        url: `/api/v1/records/${recordId}/tokens`,
+        key: account.apiKey,
+        body: { fields: ['first_name', 'budget'] },
+      })
+    ).json().token;
+    sourceToken = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        key: account.apiKey,
+        body: { name: 'Typed form' },
+      })
+    ).json().token;
+    keyId = (await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: account.apiKey })).json()
+      .api_keys[0].id;
+  });
+  afterAll(async () => t?.close());
+
+  const apiKey = () => account.apiKey;
+  const cases: BodyCase[] = [
+    {
+      method: 'POST',
+      path: '/admin/v1/accounts',
+      url: () => '/admin/v1/accounts',
+      key: () => ADMIN_TOKEN,
+      body: { name: 'Typed', modules: ['crm'], rate_limit_per_minute: 77 },
+      wrong: { name: false, rate_limit_per_minute: '77', modules: 'crm', 'modules.0': 1 },
+    },
+    {
+      method: 'PATCH',
+      path: '/admin/v1/accounts/{id}',
+      url: () => `/admin/v1/accounts/${account.id}`,
+      key: () => ADMIN_TOKEN,
+      body: { name: 'Typed', rate_limit_per_minute: 1000 },
+      wrong: { name: ['x'], rate_limit_per_minute: '1000', modules: null },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/api-keys',
+      url: () => '/api/v1/settings/api-keys',
+      key: apiKey,
+      body: { name: 'k', strict: false, permissions: ['records:read'] },
+      wrong: { name: 1, strict: null, permissions: 'records:read' },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/api-keys/{id}',
+      url: () => `/api/v1/settings/api-keys/${keyId}`,
+      key: apiKey,
+      body: { name: 'main' },
+      wrong: { name: false, strict: 'true' },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/sources',
+      url: () => '/api/v1/settings/sources',
+      key: apiKey,
+      body: { name: 'Fair' },
+      wrong: { name: false },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/users',
+      url: () => '/api/v1/settings/users',
+      key: apiKey,
+      body: { email: 'u@b.co', name: 'U' },
+      wrong: { name: 7, email: ['u@b.co'] },
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/settings/entities/{key}',
+      url: () => '/api/v1/settings/entities/lead',
+      key: apiKey,
+      body: { ...LEAD_ENTITY, duplicate_rule: null },
+      wrong: {
+        name: false,
+        duplicate_rule: false,
+        'fields.0.required': 'true',
+        'fields.0.label': 1,
+        archived: 0,
+        pipelines: {},
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/records',
+      url: () => '/api/v1/records',
+      key: apiKey,
+      body: { entity: 'lead', fields: { email: 'new@b.co' }, meta: { source: 'web' } },
+      wrong: {
+        entity: 5,
+        fields: 'email=x',
+        note: 1,
+        documents: {},
+        'meta.source': 1,
+        'meta.external_id': 42,
+        meta: 'x',
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/in/{token}',
+      url: () => `/api/v1/in/${sourceToken}`,
+      key: () => '',
+      body: { entity: 'lead', fields: { email: 'in@b.co' } },
+      wrong: { entity: true, note: ['x'] },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/records/bulk',
+      url: () => '/api/v1/records/bulk',
+      key: apiKey,
+      body: { records: [{ entity: 'lead', fields: { email: 'bulk@b.co' } }] },
+      wrong: { records: { entity: 'lead' }, 'records.0': 'x' },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/records/{id}',
+      url: () => `/api/v1/records/${recordId}`,
+      key: apiKey,
+      body: { fields: { first_name: 'Ann' } },
+      wrong: { fields: 'first_name', documents: 'https://x.test/a.pdf' },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/records',
+      url: () => '/api/v1/records',
+      key: () => recordToken,
+      body: { fields: { first_name: 'Ann' } },
+      wrong: { fields: ['first_name'] },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/records/{id}/tokens',
+      url: () => `/api/v1/records/${recordId}/tokens`,
+      key: apiKey,
+      body: { fields: ['first_name'], expires_in_days: 3 },
+      wrong: { expires_in_days: '3', fields: 'first_name' },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/notes',
+      url: () => '/api/v1/notes',
+      key: apiKey,
+      body: { body: 'Called', record: 'placeholder' },
+      wrong: { body: 1, kind: 5, email: ['a@b.co'] },
+    },
+    {
+      method: 'POST',
+      path: '/api/intake',
+      url: () => '/api/intake',
+      key: apiKey,
+      body: { entity: 'lead', email: 's1@b.co' },
+      wrong: { entity: 5, note: false },
+    },
+    {
+      method: 'POST',
+      path: '/api/leads/bulk',
+      url: () => '/api/leads/bulk',
+      key: apiKey,
+      body: { entity: 'lead', batch: [{ email: 'b1@b.co' }] },
+      wrong: { entity: false, batch: { email: 'x' }, source: 1 },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/leads/{id}',
+      url: () => `/api/leads/${recordId}`,
+      key: apiKey,
+      body: { fields: { first_name: 'Ann' } },
+      wrong: { fields: 'x', note: 3 },
+    },
+  ];
+
+  const send = (c: BodyCase, body: unknown) =>
+    t.request({ method: c.method, url: c.url(), key: c.key() || undefined, body });
+
+  describe('happy path', () => {
+    it('covers every operation of the document that takes a body', () => {
+      const doc = t.app.swagger() as { paths: Record<string, Record<string, { requestBody?: unknown }>> };
+      const withBody = Object.entries(doc.paths).flatMap(([path, methods]) =>
+        Object.entries(methods)
+          .filter(([, operation]) => operation.requestBody)
+          .map(([method]) => `${method.toUpperCase()} ${path}`),
+      );
+      expect(cases.map((c) => `${c.method} ${c.path}`).sort()).toEqual(withBody.sort());
+    });
+
+    it('takes text of a form body and of a query string as numbers and booleans', async () => {
+      const form = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'entity=lead&email=form%40b.co&budget=42&consent=true',
+      });
+      expect(form.statusCode).toBe(200);
+      const lead = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${form.json().lead_id}`,
+        key: account.apiKey,
+      });
+      expect(lead.json().fields).toMatchObject({ email: 'form@b.co', budget: 42, consent: true });
+
+      const limited = await t.request({ method: 'GET', url: '/api/v1/records?limit=1', key: account.apiKey });
+      expect(limited.statusCode).toBe(200);
+      expect(limited.json().records).toHaveLength(1);
+    });
+
+    it('converts form text on the source-token door too', async () => {
+      const form = await t.request({
+        method: 'POST',
+        url: `/api/v1/in/${sourceToken}`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'entity=lead&email=door%40b.co&rooms=3',
+      });
+      expect(form.statusCode).toBe(201);
+      const record = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${form.json().id}`,
+        key: account.apiKey,
+      });
+      expect(record.json().fields).toMatchObject({ email: 'door@b.co', rooms: 3 });
+    });
+
+    it('still coerces record field values by the service rule (decisions §3)', async () => {
+      const created = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: { entity: 'lead', fields: { email: 'coerce@b.co', budget: '42', consent: 'yes', rooms: '3' } },
+      });
+      expect(created.statusCode).toBe(201);
+      const record = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${created.json().id}`,
+        key: account.apiKey,
+      });
+      expect(record.json().fields).toMatchObject({ budget: 42, consent: true, rooms: 3 });
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/records/${created.json().id}`,
+        key: account.apiKey,
+        body: { fields: { budget: '7.5' } },
+      });
+      expect(patched.statusCode).toBe(200);
+      const again = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${created.json().id}`,
+        key: account.apiKey,
+      });
+      expect(again.json().fields.budget).toBe(7.5);
+    });
+  });
+
+  describe('errors', () => {
+    it('refuses each value of a wrong JSON type with 422 invalid_type and writes nothing', async () => {
+      for (const c of cases) {
+        if (c.path === '/api/v1/notes') c.body.record = recordId;
+        for (const [dotted, value] of Object.entries(c.wrong)) {
+          const before = await snapshot();
+          const response = await send(c, setDotted(c.body, dotted, value));
+          const label = `${c.method} ${c.path} ${dotted}=${JSON.stringify(value)}`;
+          expect(response.statusCode, `${label}: ${response.body}`).toBe(422);
+          if (c.path.startsWith('/api/v1') || c.path.startsWith('/admin')) {
+            expect(response.json().error, label).toBe('validation_failed');
+            expect(response.json().details, label).toContainEqual(
+              expect.objectContaining({ key: dotted, reason: 'invalid_type' }),
+            );
+          } else {
+            expect(response.json().status, label).toBe('error');
+            expect(Object.keys(response.json().errors), label).toContain(dotted);
+          }
+          expect(await snapshot(), label).toBe(before);
+        }
+      }
+    });
+
+    it('answers the examples of the issue exactly', async () => {
+      const sources = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        key: account.apiKey,
+        body: { name: ['x'] },
+      });
+      expect(sources.statusCode).toBe(422);
+      expect(sources.json().details).toEqual([
+        expect.objectContaining({ key: 'name', reason: 'invalid_type' }),
+      ]);
+      const entity = await t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/entities/e2',
+        key: account.apiKey,
+        body: { name: 'E', fields: [], duplicate_rule: false },
+      });
+      expect(entity.statusCode).toBe(422);
+      expect(entity.json().details).toEqual([
+        expect.objectContaining({ key: 'duplicate_rule', reason: 'invalid_type' }),
+      ]);
+    });
+
+    it('refuses form text that does not read as the type', async () => {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/api-keys',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'name=k&strict=maybe',
+      });
+      expect(response.statusCode).toBe(422);
+      expect(response.json().details).toEqual([
+        expect.objectContaining({ key: 'strict', reason: 'invalid_type' }),
+      ]);
+    });
+  });
+
+  describe('security', () => {
+    it('checks the credential before the body: a wrong type without a key is 401', async () => {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        body: { name: false },
+      });
+      expect(response.statusCode).toBe(401);
+    });
+
+    it('takes a JSON `__proto__` key as data, not as a type to convert', async () => {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        key: account.apiKey,
+        payload: '{"name":"Proto","__proto__":{"name":1}}',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(response.statusCode).toBe(422);
+    });
+  });
+});
