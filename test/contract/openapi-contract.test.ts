@@ -160,6 +160,7 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
   let doc: OpenApiDoc;
   let checker: ContractChecker;
   let digestOf: (accountId: string) => Promise<string>;
+  let requestsSent = 0;
   const summaries: string[] = [];
 
   beforeAll(async () => {
@@ -195,7 +196,7 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
     }
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     console.info(
-      `OpenAPI contract on ${kind}: ${operations.length} operations in ${seconds} s\n${summaries.join('\n')}`,
+      `OpenAPI contract on ${kind}: ${operations.length} operations, ${requestsSent} generated requests in ${seconds} s\n${summaries.join('\n')}`,
     );
     if (failures.length > 0) throw new Error(report(failures, operations.length, seconds));
   }, 300_000);
@@ -286,6 +287,7 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
         shown = ` ${mediaType} ${clip(String(inject.payload))}`;
       }
       const response = await t.app.inject(inject);
+      requestsSent++;
       const shownHeaders = Object.entries(request.header)
         .map(([key, value]) => `${key}: ${JSON.stringify(value)}`)
         .join(', ');
