@@ -89,14 +89,14 @@ export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
 /** Waits until `check` holds, polling; fails after `timeoutMs`. */
 export async function waitFor<T>(
-  check: () => T | Promise<T>,
+  check: () => Promise<T | null | undefined | false> | T | null | undefined | false,
   timeoutMs = 10_000,
   what = 'condition',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value) return value;
+    if (value) return value as T;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
