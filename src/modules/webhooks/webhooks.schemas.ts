@@ -39,7 +39,7 @@ export const UpdateWebhookBody = Type.Object(
   {
     url: Type.Optional(WebhookUrl),
     events: Type.Optional(EventNames),
-    description: Type.Optional(Type.Union([Description, Type.Null()])),
+    description: Type.Optional(Type.Union([Type.Null(), Description])),
     enabled: Type.Optional(Type.Boolean()),
     rotate_secret: Type.Optional(Type.Boolean()),
   },
