@@ -26,6 +26,7 @@ export function createWorkers(runtime: Runtime, logger: JobLogger): JobQueue {
     },
     async stop(timeoutMs) {
       await dispatcher.stop(timeoutMs);
+      runtime.services.outbound.close();
       await queue.stop(timeoutMs);
     },
   };
