@@ -23,6 +23,7 @@ import { recordsRoutes } from './modules/records/records.routes.ts';
 import { sourcesRoutes } from './modules/sources/sources.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
+import { webhooksRoutes } from './modules/webhooks/webhooks.routes.ts';
 import type { Services } from './services.ts';
 
 export interface AppDeps {
@@ -112,5 +113,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(notesRoutes, { notes: services.notes });
   await app.register(documentsRoutes, { documents: services.documents });
+  await app.register(webhooksRoutes, { webhooks: services.webhooks });
   return app;
 }

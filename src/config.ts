@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_RETRY_SCHEDULE_S } from './outbound/retry-schedule.ts';
 
 /** Settings read once at boot (decisions §2) and passed to whatever needs them. */
 export interface Config {
@@ -24,6 +25,13 @@ export interface Config {
   createDemo: boolean;
   /** Milliseconds that a graceful shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
+  /** Outbound messages (decisions §12): SMTP server, sender, retry delays, disabling of failing webhooks. */
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  /** Where email goes without an SMTP server: `$LEADS_DATA_DIR/outbox`. */
+  outboxDir: string;
+  retryScheduleMs: number[];
+  webhookDisableAfterMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -44,6 +52,32 @@ function readBool(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new Error(`${name} must be true or false, got "${env[name]}"`);
+}
+
+/** Seconds before each retry, comma-separated; fractions allowed (tests shorten the schedule). */
+function readSchedule(env: Env, name: string, fallback: number[]): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback.map((seconds) => seconds * 1000);
+  const values = raw.split(',').map((part) => Number(part.trim()));
+  if (values.length > 50 || values.some((value) => !Number.isFinite(value) || value < 0 || value > 604_800)) {
+    throw new Error(`${name} must be at most 50 comma-separated seconds from 0 to 604800, got "${raw}"`);
+  }
+  return values.map((seconds) => Math.round(seconds * 1000));
+}
+
+function readSmtpUrl(env: Env, name: string): string | undefined {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
+    throw new Error(`${name} must look like smtp://user:pass@host:port or smtps://…`);
+  }
+  return raw;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -72,5 +106,10 @@ export function loadConfig(env: Env = process.env): Config {
     runWorkers: readBool(env, 'LEADS_RUN_WORKERS', true),
     createDemo: readBool(env, 'LEADS_DEMO', true),
     shutdownTimeoutMs: readInt(env, 'LEADS_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    smtpUrl: readSmtpUrl(env, 'LEADS_SMTP_URL'),
+    mailFrom: nonEmpty(env.LEADS_MAIL_FROM) ?? 'Leadline <leadline@localhost>',
+    outboxDir: path.join(dataDir, 'outbox'),
+    retryScheduleMs: readSchedule(env, 'LEADS_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_S),
+    webhookDisableAfterMs: readInt(env, 'LEADS_WEBHOOK_DISABLE_AFTER_S', 432_000, 1, 31_536_000) * 1000,
   };
 }

@@ -26,6 +26,8 @@ import { createSourcesRepo } from './modules/sources/sources.repo.ts';
 import { createSourcesService } from './modules/sources/sources.service.ts';
 import { createUsersRepo } from './modules/users/users.repo.ts';
 import { createUsersService } from './modules/users/users.service.ts';
+import { createWebhooksService } from './modules/webhooks/webhooks.service.ts';
+import { createOutboundService, type OutboundOptions } from './outbound/outbound.service.ts';
 
 export interface ServiceDeps {
   db: Db;
@@ -36,6 +38,8 @@ export interface ServiceDeps {
   fetchDocument: FetchDocument;
   /** Grouped statements of single-record creations written at once (intake service). */
   concurrentCreates?: number;
+  /** Settings of the outbound engine (webhooks and email); the instance secret is added here. */
+  outbound?: Omit<OutboundOptions, 'secret'>;
 }
 
 /** The one place where repos and services are put together. */
@@ -46,7 +50,9 @@ export function createServices({
   storage,
   fetchDocument,
   concurrentCreates,
+  outbound: outboundOptions,
 }: ServiceDeps) {
+  const outbound = createOutboundService(db, { allowPrivate: false, ...outboundOptions, secret });
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
   const apiKeys = createApiKeysService({
     repo: createApiKeysRepo(db),
@@ -73,6 +79,7 @@ export function createServices({
     fetchDocument,
     secret,
     publicUrl,
+    outbound,
   });
   const intake = createIntakeService({
     db,
@@ -83,11 +90,13 @@ export function createServices({
     intakeLog: createIntakeRepo(db),
     documents,
     concurrentCreates,
+    outbound,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);
-  const records = createRecordsService({ db, entities, records: recordsRepo, reads: recordsReads });
-  const notes = createNotesService({ entities, records: recordsRepo, reads: recordsReads });
+  const records = createRecordsService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
+  const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
+  const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });
   return {
     auth,
@@ -103,6 +112,8 @@ export function createServices({
     records,
     notes,
     recordsApi,
+    outbound,
+    webhooks,
   };
 }
 

@@ -363,6 +363,57 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
       return { json: { users: rows }, text: table(rows, ['id', 'email', 'name']) };
     },
   },
+  'webhooks create': {
+    usage: 'leads webhooks create --endpoint URL --events record.created,note.added|* [--description TEXT]',
+    // --url is the service's address, as for every command.
+    options: { endpoint: { type: 'string' }, events: { type: 'string' }, description: { type: 'string' } },
+    async run(connection, values) {
+      const body: Row = {
+        url: required(values.endpoint, 'endpoint'),
+        events: list(required(values.events, 'events')),
+      };
+      if (typeof values.description === 'string') body.description = values.description;
+      const webhook = (await call(connection, 'key', 'POST', '/api/v1/settings/webhooks', body)) as Row;
+      return {
+        json: webhook,
+        text: `webhook ${webhook.id} ${webhook.url} (events: ${(webhook.events as string[]).join(', ')})
+secret (shown once): ${webhook.secret}`,
+      };
+    },
+  },
+  'webhooks list': {
+    usage: 'leads webhooks list',
+    async run(connection) {
+      const rows = await listAll(connection, 'key', '/api/v1/settings/webhooks', 'webhooks');
+      return { json: { webhooks: rows }, text: table(rows, ['id', 'url', 'events', 'enabled']) };
+    },
+  },
+  'webhooks test': {
+    usage: 'leads webhooks test WEBHOOK_ID',
+    positionals: ['WEBHOOK_ID'],
+    async run(connection, _values, [id]) {
+      const result = (await call(
+        connection,
+        'key',
+        'POST',
+        `/api/v1/settings/webhooks/${encodeURIComponent(id!)}/test`,
+      )) as Row;
+      const answer =
+        result.status_code === null ? String(result.error) : `${result.status_code} ${result.body ?? ''}`;
+      // A test that did not arrive is a failed command, so that scripts can check an endpoint.
+      if (result.delivered !== true)
+        throw new CliError(`not delivered: ${answer.trim()}`, EXIT_FAILED, result);
+      return { json: result, text: `delivered: ${answer.trim()} (${result.duration_ms} ms)` };
+    },
+  },
+  'webhooks delete': {
+    usage: 'leads webhooks delete WEBHOOK_ID',
+    positionals: ['WEBHOOK_ID'],
+    async run(connection, _values, [id]) {
+      await call(connection, 'key', 'DELETE', `/api/v1/settings/webhooks/${encodeURIComponent(id!)}`);
+      return { json: { id, deleted: true }, text: `webhook ${id} deleted` };
+    },
+  },
 };
 
 /** The usage lines of one group (`keys`, `sources`, …); empty when there is no such group. */

@@ -202,6 +202,56 @@ export interface IntakeLogTable {
   created_at: CreatedAt;
 }
 
+export interface WebhookDestinationsTable {
+  account_id: string;
+  id: string;
+  purpose: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: NullableTimestamp;
+  enabled: Generated<boolean>;
+  disabled_reason: string | null;
+  failing_since: NullableTimestamp;
+  events: Generated<string[]>;
+  description: string | null;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface OutboundMessagesTable {
+  account_id: string;
+  id: string;
+  channel: string;
+  destination_id: string | null;
+  event_type: string;
+  payload: Json<unknown>;
+  status: Generated<string>;
+  attempts: Generated<number>;
+  max_attempts: number | null;
+  next_attempt_at: CreatedAt;
+  claim_id: string | null;
+  last_error: string | null;
+  notify: string | null;
+  ref: string | null;
+  created_at: CreatedAt;
+  finished_at: NullableTimestamp;
+}
+
+export interface OutboundAttemptsTable {
+  account_id: string;
+  id: string;
+  message_id: string;
+  destination_id: string | null;
+  attempt: number;
+  outcome: string;
+  status_code: number | null;
+  reply: string | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: CreatedAt;
+}
+
 /** Tables of the database as Kysely sees them. Module tables are added as their modules land. */
 export interface Database {
   accounts: AccountsTable;
@@ -221,6 +271,9 @@ export interface Database {
   record_tokens: RecordTokensTable;
   idempotency_keys: IdempotencyKeysTable;
   intake_log: IntakeLogTable;
+  webhook_destinations: WebhookDestinationsTable;
+  outbound_messages: OutboundMessagesTable;
+  outbound_attempts: OutboundAttemptsTable;
 }
 
 export type Db = Kysely<Database>;

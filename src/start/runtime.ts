@@ -31,6 +31,14 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       // free for everything else (docs/decisions.md, Group commit, has the measurements).
       concurrentCreates: Math.max(1, Math.floor(config.databasePoolSize / 3)),
       ...createDocumentBackend({ filesDir: config.filesDir, allowPrivate: config.fetchAllowPrivate }),
+      outbound: {
+        allowPrivate: config.fetchAllowPrivate,
+        retryScheduleMs: config.retryScheduleMs,
+        disableAfterMs: config.webhookDisableAfterMs,
+        smtpUrl: config.smtpUrl,
+        mailFrom: config.mailFrom,
+        outboxDir: config.outboxDir,
+      },
     });
     return { config, database, services, secrets, appliedMigrations: applied };
   } catch (error) {

@@ -66,6 +66,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
         `${firstStartBanner({ publicUrl: url, apiKey: demo?.apiKey, adminToken: secrets.newAdminToken })}\n`,
       );
     }
+    // A trial without an SMTP server must show where its email went (decisions §12).
+    if (!config.smtpUrl) {
+      process.stdout.write(`Email: no LEADS_SMTP_URL set; messages are written to ${config.outboxDir}\n`);
+    }
     // Every module of the server is loaded now: Node's compile cache (bin/leads.js) is written at
     // once, not only at exit, so that a server that is killed still leaves it for the next start.
     flushCompileCache?.();

@@ -3,6 +3,8 @@ import pino from 'pino';
 import type { Config } from '../config.ts';
 import { registerMaintenanceJobs } from '../jobs/maintenance.jobs.ts';
 import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts';
+import { createDispatcher } from '../outbound/dispatcher.ts';
+import { registerOutboundJobs } from '../outbound/outbound.jobs.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 /**
@@ -12,7 +14,22 @@ import { openRuntime, type Runtime } from './runtime.ts';
 export function createWorkers(runtime: Runtime, logger: JobLogger): JobQueue {
   const queue = createJobQueue(runtime.database, { logger });
   registerMaintenanceJobs(queue, runtime.database.db);
-  return queue;
+  registerOutboundJobs(queue, runtime.services.outbound);
+  // Outbound messages are sent by their own dispatcher (docs/decisions.md, Outbound messages),
+  // which starts and stops with the queue.
+  const dispatcher = createDispatcher(runtime.services.outbound, logger);
+  return {
+    ...queue,
+    async start(options) {
+      await queue.start(options);
+      if (options?.work !== false) dispatcher.start();
+    },
+    async stop(timeoutMs) {
+      await dispatcher.stop(timeoutMs);
+      runtime.services.outbound.close();
+      await queue.stop(timeoutMs);
+    },
+  };
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type ServerProcess,
   startServerProcess,
 } from '../helpers/server-process.ts';
+import { startReceiver } from '../outbound/receiver.ts';
 
 const run = promisify(execFile);
 const ADMIN_TOKEN = 'adm_cli_test_operator_token_00000000';
@@ -68,6 +69,10 @@ const COMMANDS = [
   'entities list',
   'entities apply',
   'users create',
+  'webhooks create',
+  'webhooks list',
+  'webhooks test',
+  'webhooks delete',
 ];
 
 describe('the leads command line, without a service', () => {
@@ -195,6 +200,8 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       DATABASE_URL: database.url,
       LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
       LEADS_RUN_WORKERS: 'false',
+      // `webhooks test` sends to a receiver of this test on 127.0.0.1.
+      LEADS_FETCH_ALLOW_PRIVATE: 'true',
     });
   }, 60_000);
   afterAll(async () => {
@@ -301,6 +308,42 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect(user.code).toBe(0);
       expect(user.stdout).toMatch(/^user [0-9a-f-]{36} rep@cli\.test\n$/);
       expect((await client('users', 'list')).stdout).toMatch(/rep@cli\.test\s+Rep/);
+    });
+
+    it('creates, lists, tests and deletes webhooks', async () => {
+      const receiver = await startReceiver();
+      try {
+        const created = await client(
+          'webhooks',
+          'create',
+          '--endpoint',
+          receiver.url,
+          '--events',
+          'record.created,note.added',
+        );
+        expect(created).toMatchObject({ code: 0, stderr: '' });
+        const secret = /secret \(shown once\): (whsec_\S+)/.exec(created.stdout)?.[1];
+        const id = /^webhook ([0-9a-f-]{36}) /.exec(created.stdout)?.[1];
+        expect(secret).toBeDefined();
+        receiver.verifyWith(secret!);
+        expect((await client('webhooks', 'list')).stdout).toContain(receiver.url);
+        receiver.answerNext({ status: 200, body: 'fine' });
+        const tested = await client('webhooks', 'test', id!);
+        expect(tested).toMatchObject({ code: 0 });
+        expect(tested.stdout).toMatch(/^delivered: 200 fine \(\d+ ms\)\n$/);
+        expect(receiver.received[0]!.json.type).toBe('webhook.test');
+        receiver.answerNext({ status: 500, body: 'down' });
+        const failed = await client('webhooks', 'test', id!, '--json');
+        expect(failed.code).toBe(1);
+        expect(JSON.parse(failed.stdout)).toMatchObject({ delivered: false, status_code: 500 });
+        expect((await client('webhooks', 'delete', id!)).stdout).toBe(`webhook ${id} deleted\n`);
+        expect((await client('webhooks', 'list')).stdout).not.toContain(receiver.url);
+        const unknown = await client('webhooks', 'create', '--endpoint', receiver.url, '--events', 'nope');
+        expect(unknown.code).toBe(1);
+        expect(unknown.stderr).toContain('422 validation_failed');
+      } finally {
+        await receiver.close();
+      }
     });
   });
 

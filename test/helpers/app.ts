@@ -9,6 +9,7 @@ import type { Db } from '../../src/db/types.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
 import { createDocumentBackend } from '../../src/modules/documents/documents.backend.ts';
+import type { OutboundOptions } from '../../src/outbound/outbound.service.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { ContractChecker } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
@@ -52,6 +53,8 @@ export interface TestAppOptions {
   rateLimiter?: RateLimiter;
   /** Single-record creations written at once before new ones are grouped (default 4). */
   concurrentCreates?: number;
+  /** Outbound engine settings (retry delays, timeouts, SMTP); webhooks may reach loopback unless `allowPrivate` is false. */
+  outbound?: Partial<OutboundOptions>;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -63,6 +66,11 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     secret: TEST_SECRET,
     publicUrl: 'http://127.0.0.1:3000',
     concurrentCreates: options.concurrentCreates,
+    outbound: {
+      allowPrivate: options.fetchAllowPrivate ?? true,
+      outboxDir: path.join(filesDir, 'outbox'),
+      ...options.outbound,
+    },
     ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
   });
   const app = await buildApp({
@@ -108,6 +116,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     },
     async close() {
       await app.close();
+      services.outbound.close();
       await database.drop();
       await rm(filesDir, { recursive: true, force: true });
     },

@@ -4,6 +4,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
+import type { OutboundService } from '../../outbound/outbound.service.ts';
 import { documentSignature, SIGNED_URL_TTL_SECONDS } from '../auth/auth.service.ts';
 import { isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
@@ -51,6 +52,8 @@ export interface AttachContext {
   accountId: string;
   actor: string;
   requestId: string;
+  /** Documents handed over with a new record: its `record.created` webhook stands for them. */
+  newRecord?: boolean;
 }
 
 export interface DocumentsServiceDeps {
@@ -62,6 +65,8 @@ export interface DocumentsServiceDeps {
   fetchDocument: FetchDocument;
   secret: string;
   publicUrl: string;
+  /** Account webhooks: `document.attached` is written with the documents. */
+  outbound: Pick<OutboundService, 'emitEvent'>;
   now?: () => Date;
 }
 
@@ -75,6 +80,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
     fetchDocument,
     secret,
     publicUrl,
+    outbound,
     now = () => new Date(),
   } = deps;
 
@@ -220,6 +226,14 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
           })),
           executor,
         );
+        if (!ctx.newRecord) {
+          for (const row of rows) {
+            await outbound.emitEvent(executor, ctx.accountId, 'document.attached', {
+              record_id: recordId,
+              document: { id: row.id, name: row.name, mime: row.mime, size: row.size, field: row.field },
+            });
+          }
+        }
         return { count: rows.length, replaced };
       };
       const { count, replaced } = tx ? await write(tx) : await db.transaction().execute(write);

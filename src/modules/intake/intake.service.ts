@@ -5,6 +5,7 @@ import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
 import { truncate } from '../../lib/text.ts';
+import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
@@ -18,6 +19,7 @@ import {
   missingRequired,
   readValues,
 } from '../records/field-values.ts';
+import { recordEventData } from '../records/record-webhooks.ts';
 import type { NewRecordRow, RecordsRepo } from '../records/records.repo.ts';
 import type { UsersRepo } from '../users/users.repo.ts';
 import type { IntakeRepo } from './intake.repo.ts';
@@ -142,6 +144,8 @@ export interface IntakeServiceDeps {
    * creation on its own.
    */
   concurrentCreates?: number;
+  /** Account webhooks: `record.created`, `record.updated` and `note.added` are written with the records. */
+  outbound: Pick<OutboundService, 'subscribers' | 'emitEvent' | 'enqueued'>;
 }
 
 /**
@@ -163,7 +167,16 @@ export function createIntakeService({
   intakeLog,
   documents,
   concurrentCreates = 4,
+  outbound,
 }: IntakeServiceDeps) {
+  /** Writes new records in one statement, with their `record.created` messages when subscribed. */
+  async function createMany(accountId: string, items: ManyItem[]) {
+    const webhooks = await outbound.subscribers(accountId, 'record.created');
+    const result = await records.createManyInOneStatement(accountId, items, webhooks);
+    if (webhooks.length > 0 && result.created.size > 0) outbound.enqueued();
+    return result;
+  }
+
   // Requests that arrive together, or while the database is busy with others, are written
   // together: one statement and one commit for many, and each answer only after its record
   // committed.
@@ -171,7 +184,7 @@ export function createIntakeService({
     maxBatch: MAX_GROUPED_CREATES,
     maxInFlight: concurrentCreates,
     async run(accountId, items) {
-      const { created, keyRevoked } = await records.createManyInOneStatement(accountId, items);
+      const { created, keyRevoked } = await createMany(accountId, items);
       return items.map((item): GroupedOutcome => {
         const createdAt = created.get(item.row.id);
         if (createdAt) return { kind: 'created', createdAt };
@@ -352,23 +365,33 @@ export function createIntakeService({
         return { status: 201, body: answer(outcome), outcome };
       }
     }
+    const webhooks = await outbound.subscribers(ctx.accountId, 'record.created');
     const created = await records.createInOneStatement(ctx.accountId, row, {
       notes: item.notes,
       log: { ...item.log, statusCode: 201, source: row.source },
       answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
       uncheckedKeyId,
+      webhooks,
     });
     if (!created.keyLive) refuseRevokedKey(ctx);
     if (ctx.key) ctx.key.checked = true;
     if (!created.record) return undefined;
+    if (webhooks.length > 0) outbound.enqueued();
     store?.saved();
     outcome.createdAt = iso(created.record.created_at);
     return { status: 201, body: answer(outcome), outcome };
   }
 
-  async function addNotes(ctx: IntakeContext, tx: Executor, recordId: string, notes: HandoverNote[]) {
+  /** Notes of a handover; on an existing record each is a `note.added` webhook too. */
+  async function addNotes(
+    ctx: IntakeContext,
+    tx: Executor,
+    recordId: string,
+    notes: HandoverNote[],
+    existingRecord: boolean,
+  ) {
     if (notes.length === 0) return;
-    await records.insertNotes(
+    const added = await records.insertNotes(
       ctx.accountId,
       notes.map((note) => ({
         recordId,
@@ -389,6 +412,21 @@ export function createIntakeService({
       })),
       tx,
     );
+    if (!existingRecord) return;
+    for (const [index, row] of added.entries()) {
+      const note = notes[index]!;
+      await outbound.emitEvent(tx, ctx.accountId, 'note.added', {
+        record_id: recordId,
+        note: {
+          id: row.id,
+          kind: row.kind,
+          body: note.body,
+          tag: note.tag ?? null,
+          sender_name: ctx.keyName,
+          created_at: iso(row.created_at),
+        },
+      });
+    }
   }
 
   async function createRecord(
@@ -409,7 +447,13 @@ export function createIntakeService({
     const { id } = newRow;
     // Its creation and first stage are facts of the row itself (see records.latestEvents).
     const row = await records.insert(ctx.accountId, newRow, tx);
-    await addNotes(ctx, tx, id, handover.notes);
+    await addNotes(ctx, tx, id, handover.notes, false);
+    await outbound.emitEvent(
+      tx,
+      ctx.accountId,
+      'record.created',
+      recordEventData(entity.key, { ...row, name: newRow.name, fields: values, source: newRow.source }),
+    );
     return row;
   }
 
@@ -449,7 +493,11 @@ export function createIntakeService({
       ],
       tx,
     );
-    await addNotes(ctx, tx, existing.id, handover.notes);
+    await outbound.emitEvent(tx, ctx.accountId, 'record.updated', {
+      ...recordEventData(entity.key, { ...row, name: displayName(entity, merged), fields: merged }),
+      changed,
+    });
+    await addNotes(ctx, tx, existing.id, handover.notes, true);
     return row;
   }
 
@@ -601,7 +649,12 @@ export function createIntakeService({
               const skip = !outcome.created && !outcome.updated;
               if (!skip) {
                 await documents.attach(
-                  { accountId: ctx.accountId, actor: 'api', requestId: ctx.requestId },
+                  {
+                    accountId: ctx.accountId,
+                    actor: 'api',
+                    requestId: ctx.requestId,
+                    newRecord: outcome.created,
+                  },
                   outcome.recordId,
                   batch,
                   tx,
@@ -678,7 +731,7 @@ export function createIntakeService({
           results[index] = { kind: 'error', error };
         }
       }
-      const { created } = await records.createManyInOneStatement(
+      const { created } = await createMany(
         ctx.accountId,
         batch.map(({ row, prepared, handover }) =>
           newRecordItem(ctx, row, handover, prepared.entity.key, prepared.warnings),

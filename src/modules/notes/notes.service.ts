@@ -1,6 +1,8 @@
+import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { truncate } from '../../lib/text.ts';
+import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { checkIdempotencyKey } from '../idempotency/idempotency.service.ts';
 import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
@@ -37,13 +39,18 @@ function presentNote(note: { id: string; record_id: string; kind: string; create
 }
 
 export function createNotesService({
+  db,
   entities,
   records,
   reads,
+  outbound,
 }: {
+  db: Db;
   entities: EntitiesService;
   records: RecordsRepo;
   reads: RecordsReadRepo;
+  /** Account webhooks: `note.added` is written with the note. */
+  outbound: Pick<OutboundService, 'subscribers' | 'emitEvent'>;
 }) {
   /** The one record a note is for: by id, or by email (case-insensitive) on the email-role field. */
   async function findRecord(accountId: string, input: NoteInput): Promise<string> {
@@ -93,21 +100,42 @@ export function createNotesService({
       const recordId = await findRecord(sender.accountId, input);
       const kind = input.kind ?? 'general';
       try {
-        const note = await records.insertNoteWithEvent(
-          sender.accountId,
-          {
-            recordId,
-            kind,
-            body: input.body,
-            tag: input.tag ?? null,
-            senderName: sender.keyName,
-            idempotencyKey: input.idempotencyKey ?? null,
-          },
-          {
-            message: truncate(input.body, 500),
-            data: { sender: 'api', sender_name: sender.keyName, kind, request_id: sender.requestId },
-          },
-        );
+        const insert = (tx?: Executor) =>
+          records.insertNoteWithEvent(
+            sender.accountId,
+            {
+              recordId,
+              kind,
+              body: input.body,
+              tag: input.tag ?? null,
+              senderName: sender.keyName,
+              idempotencyKey: input.idempotencyKey ?? null,
+            },
+            {
+              message: truncate(input.body, 500),
+              data: { sender: 'api', sender_name: sender.keyName, kind, request_id: sender.requestId },
+            },
+            tx,
+          );
+        // Without a subscriber the note stays one statement; with one, its message joins it in a transaction.
+        const note =
+          (await outbound.subscribers(sender.accountId, 'note.added')).length === 0
+            ? await insert()
+            : await db.transaction().execute(async (tx) => {
+                const added = await insert(tx);
+                await outbound.emitEvent(tx, sender.accountId, 'note.added', {
+                  record_id: recordId,
+                  note: {
+                    id: added.id,
+                    kind,
+                    body: input.body,
+                    tag: input.tag ?? null,
+                    sender_name: sender.keyName,
+                    created_at: iso(added.created_at),
+                  },
+                });
+                return added;
+              });
         return { note: presentNote(note), replayed: false };
       } catch (error) {
         // Two requests with one key at once: the unique index let one in; answer with its note.

@@ -54,6 +54,32 @@ const RECORD_COLUMNS = [
   'updated_at',
 ] as const;
 
+/** A timestamp as the API writes it (`toISOString`), in SQL. */
+const ISO_FORMAT = sql.raw(`'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`);
+
+/**
+ * `record.created` messages of the outbound engine (one per subscribed account webhook) for the
+ * records a one-statement creation inserted: the message rows are written by the same statement,
+ * so that a record and its messages commit together. `recordJson` builds the payload's record
+ * (see record-webhooks.ts) from the statement's own rows; `from` joins them.
+ */
+function recordCreatedOutbox(accountId: string, webhooks: string[], recordJson: unknown, from: unknown) {
+  return sql`, outbox AS (
+    INSERT INTO outbound_messages (account_id, id, channel, destination_id, event_type, payload)
+    SELECT ${accountId}::uuid, gen_random_uuid(), 'webhook', dest, 'record.created',
+      jsonb_build_object('type', 'record.created', 'timestamp', to_char(now() AT TIME ZONE 'UTC', ${ISO_FORMAT}),
+        'data', jsonb_build_object('record', ${recordJson}))
+    FROM ${from}, unnest(${webhooks}::uuid[]) AS dest
+  )`;
+}
+
+function recordJsonOf(columns: { entityKey: unknown; name: unknown; fields: unknown; source: unknown }) {
+  return sql`jsonb_build_object('id', ins.id, 'entity', ${columns.entityKey}, 'name', ${columns.name},
+    'fields', ${columns.fields}, 'source', ${columns.source},
+    'created_at', to_char(ins.created_at AT TIME ZONE 'UTC', ${ISO_FORMAT}),
+    'updated_at', to_char(ins.created_at AT TIME ZONE 'UTC', ${ISO_FORMAT}))`;
+}
+
 export function createRecordsRepo(db: Executor) {
   return {
     /**
@@ -86,8 +112,11 @@ export function createRecordsRepo(db: Executor) {
         answer: { scope: string; key: string; statusCode: number; body: unknown } | null;
         /** An API key taken from memory: nothing is written unless it is still live. */
         uncheckedKeyId: string | null;
+        /** Account webhooks subscribed to `record.created`. */
+        webhooks?: string[];
       },
     ): Promise<{ keyLive: boolean; record: { id: string; created_at: Date } | undefined }> {
+      const webhooks = extras.webhooks ?? [];
       const result = await sql<{ id: string | null; created_at: Date | null; key_live: boolean }>`
         WITH key_live AS (
           SELECT ${extras.uncheckedKeyId}::uuid IS NULL OR EXISTS (
@@ -103,8 +132,22 @@ export function createRecordsRepo(db: Executor) {
             CASE WHEN ${row.stageId}::uuid IS NULL THEN NULL ELSE now() END, ${row.assigneeId}, ${row.viewerIds}::uuid[]
           FROM key_live WHERE key_live.live
           ON CONFLICT DO NOTHING
-          RETURNING id, created_at
-        ), note_rows AS (
+          RETURNING id, created_at${webhooks.length > 0 ? sql`, name, fields, source` : sql``}
+        )${
+          webhooks.length > 0
+            ? recordCreatedOutbox(
+                accountId,
+                webhooks,
+                recordJsonOf({
+                  entityKey: sql`${extras.log.entityKey}::text`,
+                  name: sql`ins.name`,
+                  fields: sql`ins.fields`,
+                  source: sql`ins.source`,
+                }),
+                sql`ins`,
+              )
+            : sql``
+        }, note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
           SELECT ${accountId}, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
           FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
@@ -147,6 +190,8 @@ export function createRecordsRepo(db: Executor) {
         /** An API key taken from memory: the item is written only while the key is unrevoked. */
         uncheckedKeyId?: string | null;
       }[],
+      /** Account webhooks subscribed to `record.created`: a message for each to every new record. */
+      webhooks: string[] = [],
     ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string> }> {
       if (items.length === 0) return { created: new Map(), keyRevoked: new Set() };
       const input = items.map((item, ord) => ({
@@ -191,7 +236,21 @@ export function createRecordsRepo(db: Executor) {
           FROM input ORDER BY ord
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
-        ), note_rows AS (
+        )${
+          webhooks.length > 0
+            ? recordCreatedOutbox(
+                accountId,
+                webhooks,
+                recordJsonOf({
+                  entityKey: sql`input.entity_key`,
+                  name: sql`input.name`,
+                  fields: sql`input.fields`,
+                  source: sql`input.source`,
+                }),
+                sql`ins JOIN input USING (id)`,
+              )
+            : sql``
+        }, note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
           SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
@@ -304,7 +363,7 @@ export function createRecordsRepo(db: Executor) {
         })
         .where('account_id', '=', accountId)
         .where('id', '=', id)
-        .returning(['id', 'created_at', 'updated_at'])
+        .returning(['id', 'source', 'created_at', 'updated_at'])
         .executeTakeFirstOrThrow();
     },
 
@@ -331,6 +390,7 @@ export function createRecordsRepo(db: Executor) {
       accountId: string,
       note: NoteInput,
       event: { message: string; data: Record<string, unknown> },
+      tx: Executor = db,
     ) {
       const result = await sql<{ id: string; record_id: string; kind: string; created_at: Date }>`
         WITH note AS (
@@ -344,7 +404,7 @@ export function createRecordsRepo(db: Executor) {
             ${toJson(event.data)}::jsonb
           FROM note
         )
-        SELECT id, record_id, kind, created_at FROM note ${PREPARED}`.execute(db);
+        SELECT id, record_id, kind, created_at FROM note ${PREPARED}`.execute(tx);
       return result.rows[0]!;
     },
 

@@ -5,6 +5,7 @@ import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
+import type { OutboundService } from '../../outbound/outbound.service.ts';
 import { isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { Warning } from '../intake/intake.service.ts';
@@ -17,6 +18,7 @@ import {
   isEmptyValue,
   missingRequired,
 } from './field-values.ts';
+import { recordEventData } from './record-webhooks.ts';
 import type { RecordsReadRepo, RecordsRepo } from './records.repo.ts';
 
 /** Record tokens live 30 days unless made shorter (decisions §6). */
@@ -66,9 +68,11 @@ export interface RecordsServiceDeps {
   entities: EntitiesService;
   records: RecordsRepo;
   reads: RecordsReadRepo;
+  /** Account webhooks: `record.updated` is written with the change. */
+  outbound: Pick<OutboundService, 'emitEvent'>;
 }
 
-export function createRecordsService({ db, entities, records, reads }: RecordsServiceDeps) {
+export function createRecordsService({ db, entities, records, reads, outbound }: RecordsServiceDeps) {
   function present(record: FullRecord, documents: DocumentRow[]) {
     return {
       id: record.id,
@@ -199,7 +203,7 @@ export function createRecordsService({ db, entities, records, reads }: RecordsSe
           .map((field) => field.key)
           .filter((key) => !isDeepStrictEqual(stored[key], next[key]));
         if (changed.length > 0) {
-          await records
+          const updated = await records
             .updateValues(
               ctx.accountId,
               recordId,
@@ -234,6 +238,10 @@ export function createRecordsService({ db, entities, records, reads }: RecordsSe
             ],
             tx,
           );
+          await outbound.emitEvent(tx, ctx.accountId, 'record.updated', {
+            ...recordEventData(entity.key, { ...updated, name: displayName(entity, next), fields: next }),
+            changed,
+          });
         }
         return { entityKey: entity.key, changed, warnings };
       });

@@ -1,0 +1,127 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { accountIdOf } from '../../http/auth.ts';
+import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import {
+  CreateWebhookBody,
+  UpdatedWebhook,
+  UpdateWebhookBody,
+  Webhook,
+  WebhookAttemptList,
+  WebhookList,
+  WebhookTestResult,
+  WebhookWithSecret,
+} from './webhooks.schemas.ts';
+import type { WebhooksService } from './webhooks.service.ts';
+
+const auth = { accept: ['api_key' as const], permission: 'settings' as const };
+const tags = ['Settings: webhooks'];
+
+export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksService }> = async (
+  app,
+  { webhooks },
+) => {
+  app.post(
+    '/api/v1/settings/webhooks',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'Subscribe an endpoint to events (its signing secret is shown only in this answer)',
+        body: CreateWebhookBody,
+        response: { 201: WebhookWithSecret, ...s2Errors },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await webhooks.create(accountIdOf(request), request.body)),
+  );
+
+  app.get(
+    '/api/v1/settings/webhooks',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'List webhooks',
+        querystring: PageQuery,
+        response: { 200: WebhookList, ...s2Errors },
+      },
+    },
+    async (request) => webhooks.list(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
+  );
+
+  app.get(
+    '/api/v1/settings/webhooks/:id',
+    {
+      config: { auth },
+      schema: { tags, summary: 'Read a webhook', params: IdParams, response: { 200: Webhook, ...s2Errors } },
+    },
+    async (request) => webhooks.get(accountIdOf(request), request.params.id),
+  );
+
+  app.patch(
+    '/api/v1/settings/webhooks/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'Change a webhook, enable it again, or rotate its secret (the new one is shown once)',
+        params: IdParams,
+        body: UpdateWebhookBody,
+        response: { 200: UpdatedWebhook, ...s2Errors },
+      },
+    },
+    async (request) => webhooks.update(accountIdOf(request), request.params.id, request.body),
+  );
+
+  app.delete(
+    '/api/v1/settings/webhooks/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'Delete a webhook; its pending messages are dropped',
+        params: IdParams,
+        response: { 204: Type.Null(), ...s2Errors },
+      },
+    },
+    async (request, reply) => {
+      await webhooks.remove(accountIdOf(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/api/v1/settings/webhooks/:id/test',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: 'Send a webhook.test message now and answer with what the receiver said',
+        params: IdParams,
+        response: { 200: WebhookTestResult, ...s2Errors },
+      },
+    },
+    async (request) => webhooks.test(accountIdOf(request), request.params.id),
+  );
+
+  app.get(
+    '/api/v1/settings/webhooks/:id/attempts',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        summary: "Recent attempts of the webhook's messages, newest first",
+        params: IdParams,
+        querystring: PageQuery,
+        response: { 200: WebhookAttemptList, ...s2Errors },
+      },
+    },
+    async (request) =>
+      webhooks.attempts(
+        accountIdOf(request),
+        request.params.id,
+        request.query.limit ?? 100,
+        request.query.cursor,
+      ),
+  );
+};

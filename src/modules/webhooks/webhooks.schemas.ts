@@ -1,0 +1,82 @@
+import { Type } from 'typebox';
+import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+
+const WebhookUrl = Type.String({ minLength: 1, maxLength: 2000 });
+/** Event names are checked by the service, so that an unknown one is named in the 422. */
+const EventNames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 20 });
+const Description = Type.String({ maxLength: 500 });
+
+export const Webhook = Type.Object({
+  id: Uuid,
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  description: Type.Union([Type.String(), Type.Null()]),
+  enabled: Type.Boolean(),
+  disabled_reason: Type.Union([
+    Type.String({
+      description:
+        '`gone` (the receiver answered 410), `failing` (every message failed too long) or `by_user`',
+    }),
+    Type.Null(),
+  ]),
+  failing_since: Type.Union([Timestamp, Type.Null()]),
+  previous_secret_until: Type.Union([Timestamp, Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const WebhookWithSecret = Type.Object({
+  ...Webhook.properties,
+  secret: Type.String({ description: '`whsec_…`; shown only in this answer' }),
+});
+
+export const CreateWebhookBody = Type.Object(
+  { url: WebhookUrl, events: EventNames, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
+
+export const UpdateWebhookBody = Type.Object(
+  {
+    url: Type.Optional(WebhookUrl),
+    events: Type.Optional(EventNames),
+    description: Type.Optional(Type.Union([Type.Null(), Description])),
+    enabled: Type.Optional(Type.Boolean()),
+    rotate_secret: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+/** A PATCH answers the new secret only when it rotated it. */
+export const UpdatedWebhook = Type.Object({
+  ...Webhook.properties,
+  secret: Type.Optional(Type.String({ description: 'The new secret, when `rotate_secret` was asked' })),
+});
+
+export const WebhookList = Type.Object({ webhooks: Type.Array(Webhook), next_cursor: NextCursor });
+
+export const WebhookTestResult = Type.Object({
+  message_id: Uuid,
+  delivered: Type.Boolean(),
+  status_code: Type.Union([Type.Integer(), Type.Null()]),
+  body: Type.Union([Type.String({ description: 'The first 1 KiB of the answer' }), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  duration_ms: Type.Integer(),
+});
+
+export const WebhookAttempt = Type.Object({
+  id: Uuid,
+  message_id: Uuid,
+  event: Type.String(),
+  attempt: Type.Integer(),
+  outcome: Type.String({ enum: ['delivered', 'failed'] }),
+  status_code: Type.Union([Type.Integer(), Type.Null()]),
+  response: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  duration_ms: Type.Integer(),
+  attempted_at: Timestamp,
+});
+
+export const WebhookAttemptList = Type.Object({
+  attempts: Type.Array(WebhookAttempt),
+  next_cursor: NextCursor,
+});

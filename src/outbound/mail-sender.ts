@@ -1,0 +1,132 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import { type AttemptResult, clip } from './attempt.ts';
+
+/** An email as modules hand it to the engine (stored as the message's payload). */
+export interface EmailContent {
+  to: string[];
+  subject: string;
+  text?: string;
+  html?: string;
+  replyTo?: string;
+  attachments?: { filename: string; contentType: string; contentBase64: string }[];
+}
+
+export interface MailSenderOptions {
+  /** `smtp://user:pass@host:port` or `smtps://…`; without it messages go to `outboxDir` as .eml files. */
+  smtpUrl: string | undefined;
+  from: string;
+  outboxDir: string;
+  /** Bound of connecting, the greeting and each wait for the server (ms). */
+  timeoutMs?: number;
+}
+
+interface SmtpFailure {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  message?: string;
+}
+
+/**
+ * Sends email through SMTP (pooled connections), or writes each message to the outbox directory
+ * as `<id>.eml` when no SMTP server is configured. The message id is the engine's, so that a
+ * retry writes the same file and carries the same Message-ID.
+ */
+export function createMailSender(options: MailSenderOptions) {
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  const smtp = options.smtpUrl
+    ? nodemailer.createTransport({
+        url: options.smtpUrl,
+        pool: true,
+        maxConnections: 5,
+        connectionTimeout: timeoutMs,
+        greetingTimeout: timeoutMs,
+        socketTimeout: timeoutMs * 2,
+      })
+    : null;
+  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const domain = options.from.match(/@([^>\s]+)/)?.[1] ?? 'leadline.invalid';
+
+  function mailOf(id: string, content: EmailContent) {
+    return {
+      from: options.from,
+      to: content.to,
+      subject: content.subject,
+      text: content.text,
+      html: content.html,
+      replyTo: content.replyTo,
+      messageId: `<${id}@${domain}>`,
+      attachments: content.attachments?.map((attachment) => ({
+        filename: attachment.filename,
+        contentType: attachment.contentType,
+        content: Buffer.from(attachment.contentBase64, 'base64'),
+      })),
+    };
+  }
+
+  return {
+    /** Where messages go: the SMTP server's host, or the outbox directory. */
+    describe(): string {
+      return smtp ? `SMTP ${new URL(options.smtpUrl!).host}` : `files in ${options.outboxDir}`;
+    },
+
+    async send(id: string, content: EmailContent): Promise<AttemptResult> {
+      const started = performance.now();
+      const elapsed = () => Math.round(performance.now() - started);
+      if (!smtp) {
+        const info = await composer.sendMail(mailOf(id, content));
+        await mkdir(options.outboxDir, { recursive: true });
+        const target = path.join(options.outboxDir, `${id}.eml`);
+        await writeFile(`${target}.tmp`, info.message as Buffer);
+        await rename(`${target}.tmp`, target);
+        return {
+          ok: true,
+          statusCode: null,
+          reply: `written to ${target}`,
+          error: null,
+          retry: false,
+          gone: false,
+          retryAfterMs: null,
+          durationMs: elapsed(),
+        };
+      }
+      try {
+        const info = await smtp.sendMail(mailOf(id, content));
+        const reply = String(info.response ?? '');
+        return {
+          ok: true,
+          statusCode: Number(reply.slice(0, 3)) || 250,
+          reply: clip(reply),
+          error: null,
+          retry: false,
+          gone: false,
+          retryAfterMs: null,
+          durationMs: elapsed(),
+        };
+      } catch (caught) {
+        const error = caught as SmtpFailure;
+        const code = error.responseCode ?? null;
+        // A 5xx answer is permanent (unknown mailbox, refused sender); 4xx and broken connections pass.
+        const permanent = code !== null && code >= 500;
+        return {
+          ok: false,
+          statusCode: code,
+          reply: clip(String(error.response ?? error.message ?? '')),
+          error: code !== null ? `smtp_${code}` : error.code === 'ETIMEDOUT' ? 'timeout' : 'network_error',
+          retry: !permanent,
+          gone: false,
+          retryAfterMs: null,
+          durationMs: elapsed(),
+        };
+      }
+    },
+
+    close(): void {
+      smtp?.close();
+    },
+  };
+}
+
+export type MailSender = ReturnType<typeof createMailSender>;

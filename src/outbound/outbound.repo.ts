@@ -1,0 +1,395 @@
+import { sql } from 'kysely';
+import { toJson } from '../db/json.ts';
+import { PREPARED } from '../db/prepared.ts';
+import type { Executor } from '../db/types.ts';
+
+export interface NewMessageRow {
+  id: string;
+  channel: 'webhook' | 'email';
+  destinationId: string | null;
+  eventType: string;
+  payload: unknown;
+  maxAttempts?: number | null;
+  notify?: string | null;
+  ref?: string | null;
+  /** Not due before this (a message this process sends itself at once). */
+  notBefore?: Date;
+}
+
+/** A message claimed for one attempt, with its destination (webhooks). */
+export interface ClaimedMessage {
+  account_id: string;
+  id: string;
+  channel: 'webhook' | 'email';
+  destination_id: string | null;
+  event_type: string;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number | null;
+  notify: string | null;
+  ref: string | null;
+  created_at: Date;
+  url: string | null;
+  secret: string | null;
+  previous_secret: string | null;
+  enabled: boolean | null;
+}
+
+export interface FinishedAttempt {
+  accountId: string;
+  messageId: string;
+  claimId: string;
+  destinationId: string | null;
+  attempt: number;
+  /** `pending` again (a retry is due at `nextAttemptAt`), or final. */
+  status: 'pending' | 'delivered' | 'failed';
+  nextAttemptAt: Date | null;
+  ok: boolean;
+  statusCode: number | null;
+  reply: string | null;
+  error: string | null;
+  durationMs: number;
+  /** The receiver answered 410: the destination is disabled now. */
+  gone: boolean;
+  /** A destination failing since longer than this is disabled (ms). */
+  disableAfterMs: number;
+}
+
+const DESTINATION_COLUMNS = [
+  'id',
+  'purpose',
+  'url',
+  'events',
+  'description',
+  'enabled',
+  'disabled_reason',
+  'failing_since',
+  'previous_secret_until',
+  'created_at',
+  'updated_at',
+] as const;
+
+const ATTEMPT_COLUMNS = [
+  'outbound_attempts.id',
+  'outbound_attempts.message_id',
+  'outbound_messages.event_type',
+  'outbound_attempts.attempt',
+  'outbound_attempts.outcome',
+  'outbound_attempts.status_code',
+  'outbound_attempts.reply',
+  'outbound_attempts.error',
+  'outbound_attempts.duration_ms',
+  'outbound_attempts.created_at',
+] as const;
+
+/** The claim statement's common part: due rows (or one row) leased to `claimId`, with their destination. */
+function claimStatement(filter: ReturnType<typeof sql>, limit: number, leaseMs: number, claimId: string) {
+  return sql<ClaimedMessage>`
+    WITH due AS (
+      SELECT account_id, id FROM outbound_messages
+      WHERE status = 'pending' AND ${filter}
+      ORDER BY next_attempt_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+      UPDATE outbound_messages m
+      SET claim_id = ${claimId}::uuid, attempts = m.attempts + 1,
+        next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond'
+      FROM due WHERE m.account_id = due.account_id AND m.id = due.id
+      RETURNING m.account_id, m.id, m.channel, m.destination_id, m.event_type, m.payload, m.attempts,
+        m.max_attempts, m.notify, m.ref, m.created_at
+    )
+    SELECT claimed.*, d.url, d.secret,
+      CASE WHEN d.previous_secret_until > now() THEN d.previous_secret END AS previous_secret, d.enabled
+    FROM claimed LEFT JOIN webhook_destinations d
+      ON d.account_id = claimed.account_id AND d.id = claimed.destination_id`;
+}
+
+export function createOutboundRepo(db: Executor) {
+  return {
+    async insertMessages(accountId: string, rows: NewMessageRow[], tx: Executor = db) {
+      if (rows.length === 0) return;
+      await tx
+        .insertInto('outbound_messages')
+        .values(
+          rows.map((row) => ({
+            account_id: accountId,
+            id: row.id,
+            channel: row.channel,
+            destination_id: row.destinationId,
+            event_type: row.eventType,
+            payload: toJson(row.payload),
+            max_attempts: row.maxAttempts ?? null,
+            notify: row.notify ?? null,
+            ref: row.ref ?? null,
+            next_attempt_at: row.notBefore ?? sql<Date>`now()`,
+          })),
+        )
+        .execute();
+    },
+
+    /**
+     * Leases up to `limit` due messages of every account to this claim (instance-wide, like
+     * maintenance): rows other senders hold are skipped, and a lease that runs out (its sender
+     * died) makes the row due again.
+     */
+    async claimDue(limit: number, leaseMs: number, claimId: string) {
+      const result = await claimStatement(sql`next_attempt_at <= now()`, limit, leaseMs, claimId).execute(db);
+      return result.rows;
+    },
+
+    /** Leases one message now, due or not, unless another sender holds it. */
+    async claimOne(accountId: string, id: string, leaseMs: number, claimId: string) {
+      const result = await claimStatement(
+        sql`account_id = ${accountId}::uuid AND id = ${id}::uuid AND (claim_id IS NULL OR next_attempt_at <= now())`,
+        1,
+        leaseMs,
+        claimId,
+      ).execute(db);
+      return result.rows[0];
+    },
+
+    /**
+     * Writes one attempt's outcome in one statement: the message's state (only while this claim
+     * still holds it), the attempt row, and the destination's failure clock (untouched on the
+     * common success, so that concurrent successes do not queue on the destination's row).
+     * Answers false when the claim was lost (its lease ran out and another sender took over).
+     */
+    async finishAttempt(attempt: FinishedAttempt, tx: Executor = db): Promise<boolean> {
+      const result = await sql<{ id: string }>`
+        WITH msg AS (
+          UPDATE outbound_messages
+          SET status = ${attempt.status}, claim_id = NULL, last_error = ${attempt.error},
+            next_attempt_at = coalesce(${attempt.nextAttemptAt}::timestamptz, next_attempt_at),
+            finished_at = CASE WHEN ${attempt.status} = 'pending' THEN NULL ELSE now() END
+          WHERE account_id = ${attempt.accountId}::uuid AND id = ${attempt.messageId}::uuid
+            AND claim_id = ${attempt.claimId}::uuid
+          RETURNING account_id, id
+        ), att AS (
+          INSERT INTO outbound_attempts (account_id, id, message_id, destination_id, attempt, outcome, status_code,
+            reply, error, duration_ms)
+          SELECT account_id, gen_random_uuid(), id, ${attempt.destinationId}::uuid, ${attempt.attempt},
+            ${attempt.ok ? 'delivered' : 'failed'}, ${attempt.statusCode}::int, ${attempt.reply}, ${attempt.error},
+            ${attempt.durationMs}::int
+          FROM msg
+        ), dest AS (
+          UPDATE webhook_destinations d
+          SET failing_since = CASE WHEN ${attempt.ok} THEN NULL ELSE coalesce(d.failing_since, now()) END,
+            enabled = CASE
+              WHEN ${attempt.gone} THEN false
+              WHEN NOT ${attempt.ok} AND d.failing_since <= now() - ${attempt.disableAfterMs}::bigint * interval '1 millisecond' THEN false
+              ELSE d.enabled END,
+            disabled_reason = CASE
+              WHEN NOT d.enabled THEN d.disabled_reason
+              WHEN ${attempt.gone} THEN 'gone'
+              WHEN NOT ${attempt.ok} AND d.failing_since <= now() - ${attempt.disableAfterMs}::bigint * interval '1 millisecond' THEN 'failing'
+              ELSE NULL END
+          FROM msg
+          WHERE d.account_id = msg.account_id AND d.id = ${attempt.destinationId}::uuid
+            AND (NOT ${attempt.ok} OR d.failing_since IS NOT NULL)
+        )
+        SELECT id FROM msg ${PREPARED}`.execute(tx);
+      return result.rows.length > 0;
+    },
+
+    findMessage(accountId: string, id: string, tx: Executor = db) {
+      return tx
+        .selectFrom('outbound_messages')
+        .select([
+          'id',
+          'channel',
+          'destination_id',
+          'event_type',
+          'status',
+          'attempts',
+          'last_error',
+          'created_at',
+          'finished_at',
+        ])
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+    },
+
+    /** Deletes messages (and with them their attempts) older than `before`, in short statements. */
+    async pruneMessages(before: Date, batchSize: number): Promise<number> {
+      let deleted = 0;
+      for (;;) {
+        const result = await sql`
+          DELETE FROM outbound_messages WHERE (account_id, id) IN (
+            SELECT account_id, id FROM outbound_messages WHERE created_at < ${before} LIMIT ${batchSize})`.execute(
+          db,
+        );
+        const batch = Number(result.numAffectedRows ?? 0);
+        deleted += batch;
+        if (batch < batchSize) return deleted;
+      }
+    },
+
+    // Destinations.
+
+    insertDestination(
+      accountId: string,
+      row: {
+        id: string;
+        purpose: string;
+        url: string;
+        secret: string;
+        events: string[];
+        description: string | null;
+      },
+      tx: Executor = db,
+    ) {
+      return tx
+        .insertInto('webhook_destinations')
+        .values({ account_id: accountId, ...row })
+        .returning(DESTINATION_COLUMNS)
+        .executeTakeFirstOrThrow();
+    },
+
+    listDestinations(
+      accountId: string,
+      purpose: string,
+      limit: number,
+      after: { createdAt: string; id: string } | null,
+      tx: Executor = db,
+    ) {
+      let query = tx
+        .selectFrom('webhook_destinations')
+        .select(DESTINATION_COLUMNS)
+        .where('account_id', '=', accountId)
+        .where('purpose', '=', purpose);
+      if (after) {
+        const at = new Date(after.createdAt);
+        query = query.where((eb) =>
+          eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
+        );
+      }
+      return query.orderBy('created_at').orderBy('id').limit(limit).execute();
+    },
+
+    countDestinations(accountId: string, purpose: string, tx: Executor = db) {
+      return tx
+        .selectFrom('webhook_destinations')
+        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .where('account_id', '=', accountId)
+        .where('purpose', '=', purpose)
+        .executeTakeFirstOrThrow();
+    },
+
+    findDestination(accountId: string, purpose: string, id: string, tx: Executor = db) {
+      return tx
+        .selectFrom('webhook_destinations')
+        .select(DESTINATION_COLUMNS)
+        .where('account_id', '=', accountId)
+        .where('purpose', '=', purpose)
+        .where('id', '=', id)
+        .executeTakeFirst();
+    },
+
+    updateDestination(
+      accountId: string,
+      purpose: string,
+      id: string,
+      changes: {
+        url?: string;
+        events?: string[];
+        description?: string | null;
+        enabled?: boolean;
+        /** A new secret: the current one keeps signing beside it until `previousUntil`. */
+        rotate?: { secret: string; previousUntil: Date };
+      },
+      tx: Executor = db,
+    ) {
+      const { rotate, ...plain } = changes;
+      return tx
+        .updateTable('webhook_destinations')
+        .set((eb) => ({
+          ...plain,
+          ...(plain.enabled === true ? { failing_since: null, disabled_reason: null } : {}),
+          ...(plain.enabled === false ? { disabled_reason: 'by_user' } : {}),
+          ...(rotate
+            ? {
+                previous_secret: eb.ref('secret'),
+                previous_secret_until: rotate.previousUntil,
+                secret: rotate.secret,
+              }
+            : {}),
+          updated_at: new Date(),
+        }))
+        .where('account_id', '=', accountId)
+        .where('purpose', '=', purpose)
+        .where('id', '=', id)
+        .returning(DESTINATION_COLUMNS)
+        .executeTakeFirst();
+    },
+
+    deleteDestination(accountId: string, purpose: string, id: string, tx: Executor = db) {
+      return tx
+        .deleteFrom('webhook_destinations')
+        .where('account_id', '=', accountId)
+        .where('purpose', '=', purpose)
+        .where('id', '=', id)
+        .returning('id')
+        .executeTakeFirst();
+    },
+
+    /** The account's enabled destinations of one purpose with their subscribed events. */
+    subscriptions(accountId: string, purpose: string, tx: Executor = db) {
+      return tx
+        .selectFrom('webhook_destinations')
+        .select(['id', 'events'])
+        .where('account_id', '=', accountId)
+        .where('purpose', '=', purpose)
+        .where('enabled', '=', true)
+        .modifyEnd(PREPARED)
+        .execute();
+    },
+
+    /** A destination's attempts, newest first, after the cursor position. */
+    listAttempts(
+      accountId: string,
+      destinationId: string,
+      limit: number,
+      after: { createdAt: string; id: string } | null,
+      tx: Executor = db,
+    ) {
+      let query = tx
+        .selectFrom('outbound_attempts')
+        .innerJoin('outbound_messages', (join) =>
+          join
+            .onRef('outbound_messages.account_id', '=', 'outbound_attempts.account_id')
+            .onRef('outbound_messages.id', '=', 'outbound_attempts.message_id'),
+        )
+        .select(ATTEMPT_COLUMNS)
+        .where('outbound_attempts.account_id', '=', accountId)
+        .where('outbound_attempts.destination_id', '=', destinationId);
+      if (after) {
+        const at = new Date(after.createdAt);
+        query = query.where((eb) =>
+          eb.or([
+            eb('outbound_attempts.created_at', '<', at),
+            eb.and([eb('outbound_attempts.created_at', '=', at), eb('outbound_attempts.id', '<', after.id)]),
+          ]),
+        );
+      }
+      return query
+        .orderBy('outbound_attempts.created_at', 'desc')
+        .orderBy('outbound_attempts.id', 'desc')
+        .limit(limit)
+        .execute();
+    },
+
+    /** The account's stored secrets of one destination, sealed. */
+    destinationSecrets(accountId: string, id: string, tx: Executor = db) {
+      return tx
+        .selectFrom('webhook_destinations')
+        .select(['secret', 'previous_secret', 'previous_secret_until'])
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+    },
+  };
+}
+
+export type OutboundRepo = ReturnType<typeof createOutboundRepo>;

@@ -1,0 +1,400 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { Db, Executor } from '../db/types.ts';
+import type { AddressPolicy } from './address-policy.ts';
+import type { AttemptResult } from './attempt.ts';
+import { createGuardedFetcher } from './guarded-fetch.ts';
+import { createMailSender, type EmailContent } from './mail-sender.ts';
+import { type ClaimedMessage, createOutboundRepo, type NewMessageRow } from './outbound.repo.ts';
+import { DEFAULT_RETRY_SCHEDULE_S } from './retry-schedule.ts';
+import { createSecretBox, generateWebhookSecret } from './signing.ts';
+import { createWebhookSender } from './webhook-sender.ts';
+
+/**
+ * The outbound engine (decisions §12): modules say inside their transaction *what* to send
+ * (`emitEvent`, `enqueueWebhook`, `enqueueEmail`); the message row is the outbox, written by
+ * that transaction, and only workers (the dispatcher) or an explicit `sendNow` send it, after
+ * the commit. The engine owns signing, the address guard, timeouts, retries, attempts and the
+ * disabling of failing destinations.
+ */
+
+/** Every event name an account webhook may subscribe to (decisions §12). */
+export const WEBHOOK_EVENTS = [
+  'record.created',
+  'record.updated',
+  'record.stage_changed',
+  'note.added',
+  'document.attached',
+  'delivery.delivered',
+  'delivery.failed',
+  'delivery.returned',
+  'booking.created',
+  'booking.cancelled',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** The destinations of account webhooks (settings API); later modules use their own purposes. */
+export const ACCOUNT_WEBHOOK = 'account';
+
+/** A Retry-After beyond a day is not waited for longer than a day. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/** What a module's hook learns after each attempt of a message that names it. */
+export interface MessageOutcome {
+  accountId: string;
+  messageId: string;
+  ref: string | null;
+  /** `pending` while retries are left, else final. */
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  error: string | null;
+  statusCode: number | null;
+  /** The receiver answered 410 (its destination is disabled). */
+  gone: boolean;
+}
+
+/** Runs in the transaction that writes the attempt, so that a module's own state moves with it. */
+export type OutcomeHook = (tx: Executor, outcome: MessageOutcome) => Promise<void>;
+
+export interface OutboundOptions {
+  /** Instance secret: webhook secrets are encrypted at rest with a key derived from it. */
+  secret: string;
+  allowPrivate: boolean;
+  /** Replaces the address rule (tests). */
+  policy?: AddressPolicy;
+  /** Bound of one webhook attempt, body included (15 s). */
+  webhookTimeoutMs?: number;
+  /** Delays before each retry, in ms; the length is the number of retries. */
+  retryScheduleMs?: number[];
+  /** An account webhook whose messages all failed this long is disabled (5 days). */
+  disableAfterMs?: number;
+  smtpUrl?: string;
+  mailFrom?: string;
+  /** Where email goes without SMTP: one `<id>.eml` per message. */
+  outboxDir?: string;
+  /** How long a claimed message stays with its sender before another may take it (60 s). */
+  leaseMs?: number;
+  /** How long an account's subscriptions are remembered (2 s). */
+  subscriptionsTtlMs?: number;
+}
+
+const MAX_CACHED_ACCOUNTS = 10_000;
+
+export function createOutboundService(db: Db, options: OutboundOptions) {
+  const repo = createOutboundRepo(db);
+  const box = createSecretBox(options.secret);
+  const webhookTimeoutMs = options.webhookTimeoutMs ?? 15_000;
+  const schedule = options.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_S.map((s) => s * 1000);
+  const disableAfterMs = options.disableAfterMs ?? 432_000_000;
+  const leaseMs = options.leaseMs ?? Math.max(60_000, webhookTimeoutMs * 4);
+  const ttlMs = options.subscriptionsTtlMs ?? 2_000;
+  const sendWebhook = createWebhookSender(
+    createGuardedFetcher({
+      allowPrivate: options.allowPrivate,
+      policy: options.policy,
+      timeoutMs: webhookTimeoutMs,
+      userAgent: 'Leadline-Webhooks/1.0',
+    }),
+  );
+  const mail = createMailSender({
+    smtpUrl: options.smtpUrl,
+    from: options.mailFrom ?? 'Leadline <leadline@localhost>',
+    outboxDir: options.outboxDir ?? path.resolve('data', 'outbox'),
+  });
+  const hooks = new Map<string, OutcomeHook>();
+  const cache = new Map<string, { until: number; subscriptions: { id: string; events: string[] }[] }>();
+  let onEnqueued: () => void = () => {};
+
+  async function subscriptionsOf(accountId: string, tx?: Executor) {
+    const cached = cache.get(accountId);
+    if (cached && cached.until > Date.now()) return cached.subscriptions;
+    // Inside a transaction the read goes through it: on the embedded database the transaction
+    // holds the only connection.
+    const subscriptions = await repo.subscriptions(accountId, ACCOUNT_WEBHOOK, tx ?? db);
+    if (cache.size >= MAX_CACHED_ACCOUNTS) cache.delete(cache.keys().next().value!);
+    cache.set(accountId, { until: Date.now() + ttlMs, subscriptions });
+    return subscriptions;
+  }
+
+  async function subscribers(accountId: string, type: WebhookEvent, tx?: Executor): Promise<string[]> {
+    const subscriptions = await subscriptionsOf(accountId, tx);
+    if (subscriptions.length === 0) return [];
+    return subscriptions
+      .filter((subscription) => subscription.events.includes('*') || subscription.events.includes(type))
+      .map((subscription) => subscription.id);
+  }
+
+  /** The body of a webhook as stored and sent: `{type, timestamp, data}`. */
+  function envelope(type: string, data: unknown) {
+    return { type, timestamp: new Date().toISOString(), data };
+  }
+
+  /** The next try's delay, or null when the message is done trying. */
+  function retryDelay(message: ClaimedMessage, result: AttemptResult): number | null {
+    if (!result.retry) return null;
+    const allowed = Math.min(message.max_attempts ?? schedule.length + 1, schedule.length + 1);
+    if (message.attempts >= allowed) return null;
+    const delay = schedule[message.attempts - 1]! * (1 + Math.random() * 0.1);
+    const asked = result.retryAfterMs;
+    return asked !== null && asked > delay ? Math.min(asked, MAX_RETRY_AFTER_MS) : delay;
+  }
+
+  function failure(error: string, retry: boolean): AttemptResult {
+    return {
+      ok: false,
+      statusCode: null,
+      reply: null,
+      error,
+      retry,
+      gone: false,
+      retryAfterMs: null,
+      durationMs: 0,
+    };
+  }
+
+  async function attemptOf(message: ClaimedMessage): Promise<AttemptResult> {
+    if (message.channel === 'email') return mail.send(message.id, message.payload as EmailContent);
+    if (!message.url || !message.secret) return failure('destination_missing', false);
+    // A test message reaches a disabled endpoint too: that is how its owner checks a fix.
+    if (!message.enabled && message.event_type !== 'webhook.test')
+      return failure('destination_disabled', false);
+    const secrets = [box.open(message.secret)];
+    if (message.previous_secret) secrets.push(box.open(message.previous_secret));
+    return sendWebhook({ url: message.url, id: message.id, body: JSON.stringify(message.payload), secrets });
+  }
+
+  /** One attempt of a claimed message, and what follows from it, written after the send. */
+  async function deliver(message: ClaimedMessage, claimId: string): Promise<AttemptResult> {
+    const result = await attemptOf(message).catch((error: unknown) =>
+      failure(`internal_error: ${(error as Error).message}`.slice(0, 200), true),
+    );
+    const delay = result.ok ? null : retryDelay(message, result);
+    const status = result.ok ? 'delivered' : delay === null ? 'failed' : 'pending';
+    const finished = {
+      accountId: message.account_id,
+      messageId: message.id,
+      claimId,
+      destinationId: message.destination_id,
+      attempt: message.attempts,
+      status,
+      nextAttemptAt: delay === null ? null : new Date(Date.now() + delay),
+      ok: result.ok,
+      statusCode: result.statusCode,
+      reply: result.reply,
+      error: result.error,
+      durationMs: result.durationMs,
+      gone: result.gone,
+      disableAfterMs,
+    } as const;
+    const hook = message.notify ? hooks.get(message.notify) : undefined;
+    if (!hook) {
+      await repo.finishAttempt(finished);
+    } else {
+      await db.transaction().execute(async (tx) => {
+        if (!(await repo.finishAttempt(finished, tx))) return;
+        await hook(tx, {
+          accountId: message.account_id,
+          messageId: message.id,
+          ref: message.ref,
+          status,
+          attempts: message.attempts,
+          error: result.error,
+          statusCode: result.statusCode,
+          gone: result.gone,
+        });
+      });
+    }
+    if (message.destination_id && (result.gone || !result.ok)) cache.delete(message.account_id);
+    return result;
+  }
+
+  async function write(tx: Executor, accountId: string, rows: NewMessageRow[]) {
+    await repo.insertMessages(accountId, rows, tx);
+    if (rows.length > 0) onEnqueued();
+  }
+
+  return {
+    repo,
+    describeMail: () => mail.describe(),
+
+    /** Enabled account webhooks of the account subscribed to `type` (remembered for a few seconds). */
+    subscribers,
+
+    /** Forgets an account's subscriptions on this node (after a change of its webhooks). */
+    forgetSubscriptions(accountId: string) {
+      cache.delete(accountId);
+    },
+
+    /** Writes one message per subscribed account webhook, in the caller's transaction. */
+    async emitEvent(tx: Executor, accountId: string, type: WebhookEvent, data: unknown): Promise<void> {
+      const targets = await subscribers(accountId, type, tx);
+      if (targets.length === 0) return;
+      const payload = envelope(type, data);
+      await write(
+        tx,
+        accountId,
+        targets.map((destinationId) => ({
+          id: randomUUID(),
+          channel: 'webhook',
+          destinationId,
+          eventType: type,
+          payload,
+        })),
+      );
+    },
+
+    /** A webhook to one destination (any purpose), in the caller's transaction; answers the message id. */
+    async enqueueWebhook(
+      tx: Executor,
+      accountId: string,
+      message: {
+        destinationId: string;
+        type: string;
+        data: unknown;
+        notify?: string;
+        ref?: string;
+        maxAttempts?: number;
+        /**
+         * The caller sends it itself with `sendNow` after the commit: the dispatcher leaves it
+         * alone for a lease's time (and sends it after that if the caller never did).
+         */
+        sendHere?: boolean;
+      },
+    ): Promise<string> {
+      const id = randomUUID();
+      const row: NewMessageRow = {
+        id,
+        channel: 'webhook',
+        destinationId: message.destinationId,
+        eventType: message.type,
+        payload: envelope(message.type, message.data),
+        notify: message.notify,
+        ref: message.ref,
+        maxAttempts: message.maxAttempts,
+      };
+      if (message.sendHere) {
+        await repo.insertMessages(accountId, [{ ...row, notBefore: new Date(Date.now() + leaseMs) }], tx);
+        return id;
+      }
+      await write(tx, accountId, [row]);
+      return id;
+    },
+
+    /** An email, in the caller's transaction; answers the message id. */
+    async enqueueEmail(
+      tx: Executor,
+      accountId: string,
+      content: EmailContent,
+      options: { type?: string; notify?: string; ref?: string } = {},
+    ): Promise<string> {
+      const id = randomUUID();
+      await write(tx, accountId, [
+        {
+          id,
+          channel: 'email',
+          destinationId: null,
+          eventType: options.type ?? 'email',
+          payload: content,
+          notify: options.notify,
+          ref: options.ref,
+        },
+      ]);
+      return id;
+    },
+
+    /** Registers the hook a module names in `notify`; every node that sends must register it. */
+    onOutcome(name: string, hook: OutcomeHook) {
+      if (hooks.has(name)) throw new Error(`outcome hook ${name} is registered twice`);
+      hooks.set(name, hook);
+    },
+
+    /** Says that messages were written outside `emitEvent` and the enqueue functions (one-statement intake). */
+    enqueued() {
+      onEnqueued();
+    },
+
+    /** Called after messages were written (the dispatcher looks for due work sooner). */
+    setEnqueuedListener(listener: () => void) {
+      onEnqueued = listener;
+    },
+
+    /**
+     * Sends one message now from this process (a webhook test), unless another sender holds it;
+     * answers the attempt, or null when it was not this process's to send.
+     */
+    async sendNow(accountId: string, messageId: string): Promise<AttemptResult | null> {
+      const claimId = randomUUID();
+      const message = await repo.claimOne(accountId, messageId, leaseMs, claimId);
+      return message ? deliver(message, claimId) : null;
+    },
+
+    /** Due messages leased to a new claim, for the dispatcher. */
+    async claimDue(limit: number) {
+      const claimId = randomUUID();
+      const messages = await repo.claimDue(limit, leaseMs, claimId);
+      return { claimId, messages };
+    },
+
+    deliver,
+
+    // Destinations (webhook endpoints); the secret is returned in clear only here, once.
+
+    async createDestination(
+      accountId: string,
+      purpose: string,
+      input: { url: string; events: string[]; description: string | null },
+      tx: Executor = db,
+    ) {
+      const secret = generateWebhookSecret();
+      const row = await repo.insertDestination(
+        accountId,
+        { id: randomUUID(), purpose, secret: box.seal(secret), ...input },
+        tx,
+      );
+      cache.delete(accountId);
+      return { row, secret };
+    },
+
+    async updateDestination(
+      accountId: string,
+      purpose: string,
+      id: string,
+      changes: { url?: string; events?: string[]; description?: string | null; enabled?: boolean },
+      rotateSecret: boolean,
+      tx: Executor = db,
+    ) {
+      const secret = rotateSecret ? generateWebhookSecret() : null;
+      const row = await repo.updateDestination(
+        accountId,
+        purpose,
+        id,
+        {
+          ...changes,
+          ...(secret
+            ? { rotate: { secret: box.seal(secret), previousUntil: new Date(Date.now() + 86_400_000) } }
+            : {}),
+        },
+        tx,
+      );
+      cache.delete(accountId);
+      return row ? { row, secret } : undefined;
+    },
+
+    async deleteDestination(accountId: string, purpose: string, id: string, tx: Executor = db) {
+      const deleted = await repo.deleteDestination(accountId, purpose, id, tx);
+      cache.delete(accountId);
+      return deleted !== undefined;
+    },
+
+    /** Messages and attempts past `maxAgeMs` go (maintenance). */
+    prune(maxAgeMs: number, batchSize = 5_000) {
+      return repo.pruneMessages(new Date(Date.now() - maxAgeMs), batchSize);
+    },
+
+    close() {
+      mail.close();
+    },
+  };
+}
+
+export type OutboundService = ReturnType<typeof createOutboundService>;

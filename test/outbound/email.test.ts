@@ -1,0 +1,203 @@
+import { readdir, readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { type ParsedMail, simpleParser } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { waitFor } from './receiver.ts';
+
+const silent = { info() {}, warn() {}, error() {} };
+const ICS = 'BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Leadline//Test//EN\r\nEND:VCALENDAR\r\n';
+
+/** A real SMTP server in the test process: it takes user/secret, refuses mail to refused@…, keeps what it got. */
+async function startSmtpServer() {
+  const received: ParsedMail[] = [];
+  const envelopes: string[][] = [];
+  const server = new SMTPServer({
+    disabledCommands: ['STARTTLS'],
+    allowInsecureAuth: true,
+    onAuth(auth, _session, callback) {
+      if (auth.username === 'user' && auth.password === 'secret') callback(null, { user: 'user' });
+      else callback(new Error('Invalid username or password'));
+    },
+    onRcptTo(address, _session, callback) {
+      if (address.address.startsWith('refused@')) {
+        const error = Object.assign(new Error('No such mailbox'), { responseCode: 550 });
+        callback(error);
+        return;
+      }
+      callback();
+    },
+    onData(stream, session, callback) {
+      simpleParser(stream).then((mail) => {
+        received.push(mail);
+        envelopes.push(session.envelope.rcptTo.map((rcpt) => rcpt.address));
+        callback();
+      }, callback);
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    url: `smtp://user:secret@127.0.0.1:${port}`,
+    received,
+    envelopes,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
+  let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+  let t: TestApp;
+  let dispatcher: Dispatcher;
+  beforeAll(async () => {
+    smtp = await startSmtpServer();
+    t = await startTestApp(kind, {
+      outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <noreply@leads.test>', retryScheduleMs: [50, 50] },
+    });
+    dispatcher = createDispatcher(t.services.outbound, silent, { idlePollMs: 20 });
+    dispatcher.start();
+  });
+  afterAll(async () => {
+    await dispatcher?.stop(1_000);
+    await t?.close();
+    await smtp?.close();
+  });
+
+  const messageOf = (id: string) =>
+    t.db
+      .selectFrom('outbound_messages')
+      .select(['status', 'attempts', 'last_error'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+
+  describe('happy path', () => {
+    it('sends text, HTML and an .ics attachment through SMTP after the commit', async () => {
+      const account = await t.createAccount();
+      const id = await t.db.transaction().execute((tx) =>
+        t.services.outbound.enqueueEmail(tx, account.id, {
+          to: ['person@leads.test'],
+          subject: 'Your appointment',
+          text: 'See you on Monday.',
+          html: '<p>See you on <b>Monday</b>.</p>',
+          attachments: [
+            {
+              filename: 'invite.ics',
+              contentType: 'text/calendar',
+              contentBase64: Buffer.from(ICS).toString('base64'),
+            },
+          ],
+        }),
+      );
+      await waitFor(() => smtp.received.length >= 1, 10_000, 'the email');
+      const mail = smtp.received[0]!;
+      expect(mail.subject).toBe('Your appointment');
+      expect(mail.from?.text).toContain('noreply@leads.test');
+      expect(mail.text?.trim()).toBe('See you on Monday.');
+      expect(mail.html).toContain('<b>Monday</b>');
+      expect(mail.messageId).toBe(`<${id}@leads.test>`);
+      expect(mail.attachments).toHaveLength(1);
+      expect(mail.attachments[0]).toMatchObject({ filename: 'invite.ics', contentType: 'text/calendar' });
+      expect(mail.attachments[0]!.content.toString()).toBe(ICS);
+      await waitFor(async () => (await messageOf(id)).status === 'delivered', 5_000, 'delivered');
+      const [attempt] = await t.db
+        .selectFrom('outbound_attempts')
+        .selectAll()
+        .where('message_id', '=', id)
+        .execute();
+      expect(attempt).toMatchObject({ outcome: 'delivered', status_code: 250 });
+      expect(attempt!.reply).toMatch(/^250/);
+    });
+  });
+
+  describe('errors', () => {
+    it('fails a permanent 5xx answer at once, without retries', async () => {
+      const account = await t.createAccount();
+      const id = await t.services.outbound.enqueueEmail(t.db, account.id, {
+        to: ['refused@leads.test'],
+        subject: 'Nobody home',
+        text: 'x',
+      });
+      const message = await waitFor(async () => {
+        const row = await messageOf(id);
+        return row.status === 'failed' ? row : null;
+      });
+      expect(message).toEqual({ status: 'failed', attempts: 1, last_error: 'smtp_550' });
+      const attempts = await t.db
+        .selectFrom('outbound_attempts')
+        .selectAll()
+        .where('message_id', '=', id)
+        .execute();
+      expect(attempts).toHaveLength(1);
+      expect(attempts[0]!.reply).toContain('No such mailbox');
+    });
+
+    it('retries when the SMTP server cannot be reached', async () => {
+      const down = await startTestApp(kind, {
+        outbound: { smtpUrl: 'smtp://user:secret@127.0.0.1:1', retryScheduleMs: [30, 30] },
+      });
+      const local = createDispatcher(down.services.outbound, silent, { idlePollMs: 20 });
+      local.start();
+      try {
+        const account = await down.createAccount();
+        const id = await down.services.outbound.enqueueEmail(down.db, account.id, {
+          to: ['a@leads.test'],
+          subject: 's',
+          text: 't',
+        });
+        const message = await waitFor(async () => {
+          const row = await down.db
+            .selectFrom('outbound_messages')
+            .select(['status', 'attempts', 'last_error'])
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow();
+          return row.status === 'failed' ? row : null;
+        });
+        expect(message).toEqual({ status: 'failed', attempts: 3, last_error: 'network_error' });
+      } finally {
+        await local.stop(1_000);
+        await down.close();
+      }
+    });
+  });
+
+  describe('security', () => {
+    it('writes each message to the outbox as <id>.eml when no SMTP server is set, once per message', async () => {
+      const trial = await startTestApp(kind);
+      const local = createDispatcher(trial.services.outbound, silent, { idlePollMs: 20 });
+      local.start();
+      try {
+        const account = await trial.createAccount();
+        const id = await trial.services.outbound.enqueueEmail(trial.db, account.id, {
+          to: ['person@leads.test'],
+          subject: 'Trial',
+          text: 'Written, not sent',
+          attachments: [
+            {
+              filename: 'a.ics',
+              contentType: 'text/calendar',
+              contentBase64: Buffer.from(ICS).toString('base64'),
+            },
+          ],
+        });
+        const outbox = trial.services.outbound.describeMail().replace(/^files in /, '');
+        await waitFor(
+          async () => (await readdir(outbox).catch((): string[] => [])).includes(`${id}.eml`),
+          5_000,
+          'the .eml file',
+        );
+        expect(await readdir(outbox)).toEqual([`${id}.eml`]);
+        const mail = await simpleParser(await readFile(path.join(outbox, `${id}.eml`)));
+        expect(mail.subject).toBe('Trial');
+        expect(mail.text?.trim()).toBe('Written, not sent');
+        expect(mail.attachments[0]?.filename).toBe('a.ics');
+      } finally {
+        await local.stop(1_000);
+        await trial.close();
+      }
+    });
+  });
+});

@@ -1,0 +1,509 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+import { type Receiver, startReceiver, waitFor } from './receiver.ts';
+
+const silent = { info() {}, warn() {}, error() {} };
+
+describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (kind) => {
+  let t: TestApp;
+  let dispatcher: Dispatcher;
+  const receivers: Receiver[] = [];
+  beforeAll(async () => {
+    t = await startTestApp(kind, {
+      outbound: { retryScheduleMs: [100, 150, 150], webhookTimeoutMs: 400, leaseMs: 2_000 },
+    });
+    dispatcher = createDispatcher(t.services.outbound, silent, { idlePollMs: 20 });
+    dispatcher.start();
+  });
+  afterAll(async () => {
+    await dispatcher?.stop(1_000);
+    for (const receiver of receivers) await receiver.close();
+    await t?.close();
+  });
+
+  async function receiver() {
+    const started = await startReceiver();
+    receivers.push(started);
+    return started;
+  }
+
+  async function subscribe(account: TestAccount, url: string, events: string[] = ['*']) {
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/settings/webhooks',
+      key: account.apiKey,
+      body: { url, events },
+    });
+    expect(response.statusCode).toBe(201);
+    return response.json() as { id: string; secret: string };
+  }
+
+  const intake = (account: TestAccount, email: string, extra: object = {}) =>
+    t.request({
+      method: 'POST',
+      url: '/api/v1/records',
+      key: account.apiKey,
+      body: { entity: 'lead', fields: { email }, ...extra },
+    });
+
+  async function attemptsOf(account: TestAccount, webhookId: string) {
+    const response = await t.request({
+      method: 'GET',
+      url: `/api/v1/settings/webhooks/${webhookId}/attempts`,
+      key: account.apiKey,
+    });
+    expect(response.statusCode).toBe(200);
+    return (
+      response.json().attempts as {
+        message_id: string;
+        outcome: string;
+        error: string | null;
+        status_code: number | null;
+      }[]
+    ).reverse();
+  }
+
+  async function webhookOf(account: TestAccount, webhookId: string) {
+    return (
+      await t.request({ method: 'GET', url: `/api/v1/settings/webhooks/${webhookId}`, key: account.apiKey })
+    ).json();
+  }
+
+  describe('happy path', () => {
+    it('sends signed events for intake (single, grouped, bulk, S1), PATCH, notes and record tokens', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+
+      const single = await intake(account, 'single@events.test');
+      expect(single.statusCode).toBe(201);
+      const grouped = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => intake(account, `grouped-${i}@events.test`)),
+      );
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'bulk-1@events.test' } },
+            { entity: 'lead', fields: { email: 'bulk-2@events.test' } },
+          ],
+        },
+      });
+      expect(bulk.statusCode).toBe(200);
+      const s1 = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'lead', email: 's1@events.test' },
+      });
+      expect(s1.statusCode).toBeLessThan(300);
+      const recordId: string = single.json().id;
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/records/${recordId}`,
+        key: account.apiKey,
+        body: { fields: { first_name: 'Ada' } },
+      });
+      expect(patched.statusCode).toBe(200);
+      const note = await t.request({
+        method: 'POST',
+        url: '/api/v1/notes',
+        key: account.apiKey,
+        body: { record: recordId, body: 'Called back' },
+      });
+      expect(note.statusCode).toBe(201);
+
+      const token = (
+        await t.request({
+          method: 'POST',
+          url: `/api/v1/records/${recordId}/tokens`,
+          key: account.apiKey,
+          body: { fields: ['phone'] },
+        })
+      ).json().token;
+      const byToken = await t.request({
+        method: 'PATCH',
+        url: '/api/v1/records',
+        key: token,
+        body: { fields: { phone: '+1 555 123456' } },
+      });
+      expect(byToken.statusCode).toBe(200);
+
+      await waitFor(() => hook.received.length >= 13, 10_000, 'thirteen webhooks');
+      expect(hook.invalid).toEqual([]);
+      const types = hook.received.map((entry) => entry.json.type);
+      expect(types.filter((type) => type === 'record.created')).toHaveLength(10);
+      expect(types.filter((type) => type === 'record.updated')).toHaveLength(2);
+      expect(types).toContain('note.added');
+      const created = hook.received.find(
+        (entry) => entry.json.data.record?.id === recordId && entry.json.type === 'record.created',
+      )!;
+      expect(created.json.data.record).toMatchObject({
+        entity: 'lead',
+        fields: { email: 'single@events.test' },
+      });
+      expect(created.json.timestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
+      const updated = hook.received.find(
+        (entry) => entry.json.type === 'record.updated' && entry.json.data.changed[0] === 'first_name',
+      )!;
+      expect(updated.json.data).toMatchObject({
+        changed: ['first_name'],
+        record: { id: recordId, fields: { first_name: 'Ada' } },
+      });
+      const added = hook.received.find((entry) => entry.json.type === 'note.added')!;
+      expect(added.json.data).toMatchObject({ record_id: recordId, note: { body: 'Called back' } });
+      // One message per event: every webhook-id is different and is the id of a stored message.
+      const ids = hook.received.map((entry) => entry.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const entry of grouped) expect(entry.statusCode).toBe(201);
+    });
+
+    it('sends only subscribed events, and nothing for an account without webhooks', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url, ['note.added']);
+      hook.verifyWith(webhook.secret);
+      const other = await accountWithLeads(t);
+      const record = (await intake(account, 'only-notes@events.test')).json().id;
+      expect((await intake(other, 'no-hooks@events.test')).statusCode).toBe(201);
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/notes',
+        key: account.apiKey,
+        body: { record, body: 'x' },
+      });
+      await waitFor(() => hook.received.length >= 1, 5_000, 'the note');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(hook.received.map((entry) => entry.json.type)).toEqual(['note.added']);
+      const rows = await t.db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('account_id', '=', other.id)
+        .execute();
+      expect(rows).toEqual([]);
+    });
+
+    it('signs with the new and the old secret for a day after a rotation', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url, ['record.created']);
+      const rotated = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/webhooks/${webhook.id}`,
+        key: account.apiKey,
+        body: { rotate_secret: true },
+      });
+      expect(rotated.statusCode).toBe(200);
+      const { secret } = rotated.json();
+      expect(secret).toMatch(/^whsec_/);
+      expect(secret).not.toBe(webhook.secret);
+      expect(Date.parse(rotated.json().previous_secret_until) - Date.now()).toBeGreaterThan(86_000_000);
+      hook.verifyWith(secret, webhook.secret);
+      await intake(account, 'rotated@events.test');
+      await waitFor(() => hook.received.length >= 1, 5_000, 'the rotated message');
+      expect(hook.invalid).toEqual([]);
+      expect(String(hook.received[0]!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+      // The secret is stored encrypted, never as given.
+      const stored = await t.db
+        .selectFrom('webhook_destinations')
+        .selectAll()
+        .where('id', '=', webhook.id)
+        .executeTakeFirstOrThrow();
+      expect(JSON.stringify(stored)).not.toContain(secret.slice(6));
+    });
+
+    it('test sends a webhook.test message now and answers what the receiver said', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      hook.answerNext({ status: 202, body: 'got it' });
+      const tested = await t.request({
+        method: 'POST',
+        url: `/api/v1/settings/webhooks/${webhook.id}/test`,
+        key: account.apiKey,
+      });
+      expect(tested.statusCode).toBe(200);
+      expect(tested.json()).toMatchObject({ delivered: true, status_code: 202, body: 'got it', error: null });
+      expect(hook.received[0]!.json.type).toBe('webhook.test');
+      expect(hook.received[0]!.headers['webhook-id']).toBe(tested.json().message_id);
+      const attempts = await attemptsOf(account, webhook.id);
+      expect(attempts).toMatchObject([
+        { message_id: tested.json().message_id, outcome: 'delivered', status_code: 202 },
+      ]);
+    });
+  });
+
+  describe('errors', () => {
+    it('retries a 500 with the same webhook-id and records both attempts', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      hook.answerNext({ status: 500, body: 'boom' });
+      await intake(account, 'retry@events.test');
+      await waitFor(() => hook.received.length >= 2, 5_000, 'the retry');
+      expect(hook.received[0]!.headers['webhook-id']).toBe(hook.received[1]!.headers['webhook-id']);
+      expect(hook.received[1]!.at - hook.received[0]!.at).toBeGreaterThanOrEqual(90);
+      const attempts = await waitFor(async () => {
+        const list = await attemptsOf(account, webhook.id);
+        return list.length >= 2 ? list : null;
+      });
+      expect(attempts.map((a) => [a.outcome, a.status_code])).toEqual([
+        ['failed', 500],
+        ['delivered', 200],
+      ]);
+      expect((await webhookOf(account, webhook.id)).failing_since).toBeNull();
+    });
+
+    it('delivers later to a receiver that was down, with the same webhook-id', async () => {
+      const account = await accountWithLeads(t);
+      const down = await startReceiver();
+      const port = down.port;
+      await down.close();
+      const webhook = await subscribe(account, `http://127.0.0.1:${port}/hook`);
+      await intake(account, 'down@events.test');
+      const failed = await waitFor(async () => {
+        const list = await attemptsOf(account, webhook.id);
+        return list.length >= 1 ? list : null;
+      });
+      expect(failed[0]).toMatchObject({ outcome: 'failed', error: 'network_error' });
+      const up = await startReceiver(port);
+      receivers.push(up);
+      up.verifyWith(webhook.secret);
+      await waitFor(() => up.received.length >= 1, 5_000, 'the late delivery');
+      expect(up.received[0]!.headers['webhook-id']).toBe(failed[0]!.message_id);
+    });
+
+    it('disables the webhook at once on 410', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      hook.answerAlways({ status: 410 });
+      await intake(account, 'gone@events.test');
+      await waitFor(async () => (await webhookOf(account, webhook.id)).enabled === false, 5_000, 'disabling');
+      expect(await webhookOf(account, webhook.id)).toMatchObject({ enabled: false, disabled_reason: 'gone' });
+      await intake(account, 'after-gone@events.test');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(hook.received).toHaveLength(1);
+      // PATCH enabled:true brings it back.
+      hook.answerAlways({ status: 200 });
+      const enabled = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/webhooks/${webhook.id}`,
+        key: account.apiKey,
+        body: { enabled: true },
+      });
+      expect(enabled.json()).toMatchObject({ enabled: true, disabled_reason: null });
+      await intake(account, 'back@events.test');
+      await waitFor(() => hook.received.length >= 2, 5_000, 'delivery after re-enabling');
+    });
+
+    it('waits as long as Retry-After asks when it is longer than the next delay', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      hook.answerNext({ status: 429, headers: { 'retry-after': '1' } });
+      await intake(account, 'slow-down@events.test');
+      await waitFor(() => hook.received.length >= 2, 5_000, 'the retry after Retry-After');
+      expect(hook.received[1]!.at - hook.received[0]!.at).toBeGreaterThanOrEqual(950);
+    });
+
+    it('counts a hang past the timeout as a failed attempt and retries', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      hook.answerNext('hang');
+      await intake(account, 'hang@events.test');
+      await waitFor(() => hook.received.length >= 2, 5_000, 'the retry after the timeout');
+      const attempts = await waitFor(async () => {
+        const list = await attemptsOf(account, webhook.id);
+        return list.length >= 2 ? list : null;
+      });
+      expect(attempts[0]).toMatchObject({ outcome: 'failed', error: 'timeout', status_code: null });
+      expect(attempts[1]).toMatchObject({ outcome: 'delivered' });
+    });
+
+    it('does not follow a redirect: a 3xx is a failed attempt', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const target = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      target.verifyWith(webhook.secret);
+      hook.answerAlways({ status: 302, headers: { location: target.url } });
+      await intake(account, 'redirect@events.test');
+      const attempts = await waitFor(async () => {
+        const list = await attemptsOf(account, webhook.id);
+        return list.length >= 4 ? list : null;
+      });
+      expect(attempts.every((a) => a.outcome === 'failed' && a.error === 'http_302')).toBe(true);
+      expect(target.received).toEqual([]);
+      const [message] = await t.db
+        .selectFrom('outbound_messages')
+        .select(['status', 'attempts'])
+        .where('destination_id', '=', webhook.id)
+        .execute();
+      expect(message).toEqual({ status: 'failed', attempts: 4 });
+    });
+
+    it('disables a webhook whose messages all failed for the configured time', async () => {
+      const fast = await startTestApp(kind, {
+        outbound: { retryScheduleMs: [50, 50, 50, 50], disableAfterMs: 100 },
+      });
+      const local = createDispatcher(fast.services.outbound, silent, { idlePollMs: 20 });
+      local.start();
+      try {
+        const account = await accountWithLeads(fast);
+        const hook = await receiver();
+        hook.answerAlways({ status: 503 });
+        const created = await fast.request({
+          method: 'POST',
+          url: '/api/v1/settings/webhooks',
+          key: account.apiKey,
+          body: { url: hook.url, events: ['*'] },
+        });
+        hook.verifyWith(created.json().secret);
+        await fast.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: account.apiKey,
+          body: { entity: 'lead', fields: { email: 'failing@events.test' } },
+        });
+        const disabled = await waitFor(
+          async () => {
+            const read = (
+              await fast.request({
+                method: 'GET',
+                url: `/api/v1/settings/webhooks/${created.json().id}`,
+                key: account.apiKey,
+              })
+            ).json();
+            return read.enabled === false ? read : null;
+          },
+          5_000,
+          'disabling after failures',
+        );
+        expect(disabled).toMatchObject({ disabled_reason: 'failing' });
+        expect(disabled.failing_since).not.toBeNull();
+      } finally {
+        await local.stop(1_000);
+        await fast.close();
+      }
+    });
+
+    it('sends nothing for a change whose transaction rolled back, or a refused PATCH', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      await expect(
+        t.db.transaction().execute(async (tx) => {
+          await t.services.outbound.emitEvent(tx, account.id, 'record.created', { record: { id: 'x' } });
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      const record = (await intake(account, 'rollback@events.test')).json().id;
+      await waitFor(() => hook.received.length >= 1, 5_000, 'the creation');
+      const refused = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/records/${record}`,
+        key: account.apiKey,
+        body: { fields: { email: '' } },
+      });
+      expect(refused.statusCode).toBe(422);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(hook.received.map((entry) => entry.json.type)).toEqual(['record.created']);
+      const count = await t.db
+        .selectFrom('outbound_messages')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('account_id', '=', account.id)
+        .executeTakeFirstOrThrow();
+      expect(count.n).toBe(1);
+    });
+
+    it('sends a message whose sender died after claiming it once the lease ran out', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url);
+      hook.verifyWith(webhook.secret);
+      await local(async () => {
+        await intake(account, 'lease@events.test');
+      });
+      // A sender claims it and dies (never finishes); the dispatcher leaves it alone until the lease ends.
+      const { messages } = await t.services.outbound.claimDue(10);
+      const claimedAt = Date.now();
+      expect(messages.map((m) => m.destination_id)).toContain(webhook.id);
+      dispatcher.start();
+      await waitFor(() => hook.received.length >= 1, 6_000, 'the send after the lease');
+      expect(hook.received[0]!.at - claimedAt).toBeGreaterThanOrEqual(1_500);
+    });
+  });
+
+  /** Runs `work` with the shared dispatcher stopped (it is not restarted here). */
+  async function local(work: () => Promise<void>) {
+    await dispatcher.stop(1_000);
+    await work();
+  }
+
+  describe('security', () => {
+    it('refuses a private address unless private addresses are allowed, and does not retry', async () => {
+      const strict = await startTestApp(kind, {
+        fetchAllowPrivate: false,
+        outbound: { retryScheduleMs: [50, 50] },
+      });
+      const local = createDispatcher(strict.services.outbound, silent, { idlePollMs: 20 });
+      local.start();
+      try {
+        const account = await accountWithLeads(strict);
+        const hook = await receiver();
+        const created = (
+          await strict.request({
+            method: 'POST',
+            url: '/api/v1/settings/webhooks',
+            key: account.apiKey,
+            body: { url: hook.url, events: ['*'] },
+          })
+        ).json();
+        await strict.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: account.apiKey,
+          body: { entity: 'lead', fields: { email: 'private@events.test' } },
+        });
+        const attempts = await waitFor(async () => {
+          const list = (
+            await strict.request({
+              method: 'GET',
+              url: `/api/v1/settings/webhooks/${created.id}/attempts`,
+              key: account.apiKey,
+            })
+          ).json().attempts;
+          return list.length >= 1 ? list : null;
+        });
+        expect(attempts[0]).toMatchObject({ outcome: 'failed', error: 'blocked_address' });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(hook.received).toEqual([]);
+        const [message] = await strict.db
+          .selectFrom('outbound_messages')
+          .select(['status', 'attempts'])
+          .where('account_id', '=', account.id)
+          .execute();
+        expect(message).toEqual({ status: 'failed', attempts: 1 });
+      } finally {
+        await local.stop(1_000);
+        await strict.close();
+      }
+    });
+  });
+});
