@@ -2,16 +2,20 @@ import { flushCompileCache } from 'node:module';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import { registerMaintenanceJobs } from '../jobs/maintenance.jobs.ts';
-import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts';
+import type { JobQueue } from '../jobs/queue.ts';
+import { registerEntityJobs } from '../modules/entities/entities.jobs.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 /**
- * The queue with the handler (and schedule) of every job this service knows: for `serve`, beside
- * the server, and for `leads worker`. A module with jobs registers them here.
+ * Registers the handler (and schedule) of every job this service knows on the runtime's queue:
+ * for `serve`, which starts it working or, with LEADS_RUN_WORKERS=false, only enqueuing (a job
+ * can be written only once it is registered), and for `leads worker`. A module with jobs
+ * registers them here.
  */
-export function createWorkers(runtime: Runtime, logger: JobLogger): JobQueue {
-  const queue = createJobQueue(runtime.database, { logger });
+export function createWorkers(runtime: Pick<Runtime, 'queue' | 'database' | 'services'>): JobQueue {
+  const { queue } = runtime;
   registerMaintenanceJobs(queue, runtime.database.db);
+  registerEntityJobs(queue, runtime.services.entities);
   return queue;
 }
 
@@ -34,11 +38,11 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    const runtime = await openRuntime(config);
+    const runtime = await openRuntime(config, logger);
     runtime.database.onMaintenanceError = (error) =>
       logger.warn({ err: error }, 'embedded database maintenance failed');
     try {
-      const queue = createWorkers(runtime, logger);
+      const queue = createWorkers(runtime);
       try {
         await queue.start();
         logger.info('worker started');

@@ -61,7 +61,8 @@ export interface DocumentsServiceDeps {
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
   secret: string;
-  publicUrl: string;
+  /** The absolute base of links, read when a link is made (the bound port is known only then). */
+  currentPublicUrl: () => string;
   now?: () => Date;
 }
 
@@ -74,7 +75,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
     storage,
     fetchDocument,
     secret,
-    publicUrl,
+    currentPublicUrl,
     now = () => new Date(),
   } = deps;
 
@@ -245,7 +246,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const exp = Math.floor(now().getTime() / 1000) + SIGNED_URL_TTL_SECONDS;
       const sig = documentSignature(secret, row.id, exp);
       return {
-        url: `${publicUrl}/api/v1/documents/${row.id}?exp=${exp}&sig=${sig}`,
+        url: `${currentPublicUrl()}/api/v1/documents/${row.id}?exp=${exp}&sig=${sig}`,
         expires_at: iso(new Date(exp * 1000)),
       };
     },

@@ -10,6 +10,7 @@ import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.mode
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
 import {
+  dedupeKeyIsUnique,
   dedupeKeyOf,
   displayName,
   emailOf,
@@ -287,7 +288,6 @@ export function createIntakeService({
     duplicateOf: string | null,
   ): NewRecordRow {
     const { entity, values, placement } = prepared;
-    const rule = entity.duplicateRule;
     const dedupeKey = dedupeKeyOf(entity, values);
     return {
       id: randomUUID(),
@@ -300,8 +300,7 @@ export function createIntakeService({
       externalId: handover.externalId,
       emailLc: emailOf(entity, values),
       dedupeKey,
-      // Under an update or ignore rule, no two records may share the rule's values.
-      dedupeUnique: dedupeKey !== null && (rule?.action === 'update' || rule?.action === 'ignore'),
+      dedupeUnique: dedupeKeyIsUnique(entity, dedupeKey),
       duplicateOf,
       pipelineId: placement?.pipeline.id ?? null,
       stageId: placement?.stage.id ?? null,
