@@ -28,8 +28,11 @@
  *    The job exists only if that transaction commits. Never enqueue from inside a handler's
  *    or request's transaction a job that is not registered: `enqueue` refuses it at once.
  *
- * Services take the queue as an optional dependency (`JobEnqueuer`): the app and its tests run
- * without one, and only the job tests and the processes (`serve`, `leads worker`) start it.
+ * Services that enqueue take the queue as a dependency (`JobEnqueuer`, wired in src/services.ts).
+ * Every process that serves starts it (src/start/runtime.ts creates it, `createWorkers` registers
+ * every job): `serve` works it unless LEADS_RUN_WORKERS=false, and then still starts it with
+ * `work: false` so that its requests can enqueue; `leads worker` works it. The test app starts
+ * one only when a test asks for it (`startTestApp(kind, { queue: {} })`).
  *
  * On PostgreSQL pg-boss keeps a small pool of its own from the same DATABASE_URL, so that polling
  * and maintenance never wait for, or take, a connection a request needs. On the embedded database

@@ -1,14 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/server-process.ts';
+import { freePort, spawnCaptured } from '../helpers/server-process.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 
 /** The pids of a process's children (Linux: /proc/<pid>/task/<tid>/children). */
@@ -58,9 +56,14 @@ interface NpmStart {
 /** `npm start` as a user or a process manager runs it, until the service answers. */
 async function npmStart(dataDir: string): Promise<NpmStart> {
   const port = await freePort();
-  const npm = spawn('npm', ['start'], {
-    cwd: ROOT,
-    env: {
+  const {
+    child: npm,
+    output,
+    exited,
+  } = spawnCaptured(
+    'npm',
+    ['start'],
+    {
       ...process.env,
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -69,27 +72,17 @@ async function npmStart(dataDir: string): Promise<NpmStart> {
       LOG_LEVEL: 'warn',
       LEADS_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  npm.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  npm.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    npm.on('exit', (code, signal) => resolve({ code, signal })),
+    120_000,
   );
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (npm.exitCode !== null) throw new Error(`npm start ended before the service answered:\n${output}`);
+    if (npm.exitCode !== null) throw new Error(`npm start ended before the service answered:\n${output()}`);
     try {
       if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
     } catch {
       // Not listening yet.
     }
-    if (Date.now() > deadline) throw new Error(`the service did not answer in time:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`the service did not answer in time:\n${output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const descendants: number[] = [];
@@ -97,7 +90,7 @@ async function npmStart(dataDir: string): Promise<NpmStart> {
     parents = parents.flatMap(childrenOf);
     descendants.push(...parents);
   }
-  return { npm, port, lockFile: path.join(dataDir, 'leads.lock'), descendants, exited, output: () => output };
+  return { npm, port, lockFile: path.join(dataDir, 'leads.lock'), descendants, exited, output };
 }
 
 describe('npm start under a process manager (the embedded database)', () => {
