@@ -172,10 +172,17 @@ export interface JobQueueOptions {
   logger: JobLogger;
   /** Seconds between two polls of an idle queue (at least 0.5). */
   pollingIntervalSeconds?: number;
+  /**
+   * Whether this process will work jobs (default true). A process that only enqueues (an API-only
+   * node) leaves pg-boss's maintenance and cron pass to the workers and keeps one connection.
+   */
+  works?: boolean;
 }
 
-/** pg-boss's connection on PostgreSQL: enough for polling, maintenance and the cron pass at once. */
+/** pg-boss's connections on PostgreSQL: enough for polling, maintenance and the cron pass at once. */
 const POSTGRES_POOL_SIZE = 3;
+/** A process that only enqueues: jobs are written through the caller's executor. */
+const ENQUEUE_ONLY_POOL_SIZE = 1;
 
 /** Runs pg-boss's statements through a Kysely executor, so they take part in its transaction. */
 function executorQueueDatabase(executor: Executor): QueueDatabase {
@@ -187,15 +194,22 @@ function executorQueueDatabase(executor: Executor): QueueDatabase {
   };
 }
 
-function createBoss(database: DatabaseHandle): PgBoss {
+function createBoss(database: DatabaseHandle, works: boolean): PgBoss {
+  const maintenance = { supervise: works, schedule: works };
   if (database.kind === 'pglite') {
     if (!database.pglite) throw new Error('the embedded database handle carries no PGlite instance');
-    return new PgBoss({ db: pgliteQueueDatabase(database.pglite), backend: 'pglite', schema: QUEUE_SCHEMA });
+    return new PgBoss({
+      db: pgliteQueueDatabase(database.pglite),
+      backend: 'pglite',
+      schema: QUEUE_SCHEMA,
+      ...maintenance,
+    });
   }
   if (!database.url) throw new Error('the PostgreSQL database handle carries no connection string');
   return new PgBoss({
+    ...maintenance,
     connectionString: database.url,
-    max: POSTGRES_POOL_SIZE,
+    max: works ? POSTGRES_POOL_SIZE : ENQUEUE_ONLY_POOL_SIZE,
     application_name: 'leadline-jobs',
     schema: QUEUE_SCHEMA,
   });
@@ -233,7 +247,8 @@ interface Registration {
 
 export function createJobQueue(database: DatabaseHandle, options: JobQueueOptions): JobQueue {
   const { logger } = options;
-  const boss = createBoss(database);
+  const works = options.works ?? true;
+  const boss = createBoss(database, works);
   const registrations = new Map<string, Registration>();
   const schedules = new Map<string, { cron: string; payload: unknown }>();
   /** pg-boss started (so it must be stopped), and the queues exist (so jobs may be written). */
@@ -290,8 +305,9 @@ export function createJobQueue(database: DatabaseHandle, options: JobQueueOption
       schedules.set(job.name, { cron, payload });
     },
 
-    async start({ work = true } = {}) {
+    async start({ work = works } = {}) {
       if (bossStarted) throw new Error('the job queue is started already');
+      if (work && !works) throw new Error('this job queue was created to enqueue only');
       for (const name of schedules.keys()) {
         if (!registrations.has(name)) throw new Error(`job ${name} is scheduled but has no handler`);
       }

@@ -26,9 +26,13 @@ export interface Runtime {
 
 /**
  * Opens the database, brings its schema up to date, and wires the services with the job queue:
- * what every serving command starts with. `logger` receives the queue's lines.
+ * what every serving command starts with. `jobs.logger` receives the queue's lines; `jobs.works`
+ * says whether this process works jobs or only enqueues them.
  */
-export async function openRuntime(config: Config, logger: JobLogger): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  jobs: { logger: JobLogger; works: boolean },
+): Promise<Runtime> {
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -37,7 +41,7 @@ export async function openRuntime(config: Config, logger: JobLogger): Promise<Ru
   try {
     const { applied } = await migrate(database.db);
     const secrets = await ensureInstanceSecrets(database.db, config);
-    const queue = createJobQueue(database, { logger });
+    const queue = createJobQueue(database, jobs);
     let publicUrl = config.publicUrl;
     const services = createServices({
       db: database.db,

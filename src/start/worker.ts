@@ -38,7 +38,7 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    const runtime = await openRuntime(config, logger);
+    const runtime = await openRuntime(config, { logger, works: true });
     runtime.database.onMaintenanceError = (error) =>
       logger.warn({ err: error }, 'embedded database maintenance failed');
     try {

@@ -72,7 +72,11 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
   const filesDir = await mkdtemp(path.join(os.tmpdir(), 'leads-files-'));
   const jobLogger = memoryLogger();
   const queue = options.queue
-    ? createJobQueue(database.handle, { logger: jobLogger.logger, pollingIntervalSeconds: 0.5 })
+    ? createJobQueue(database.handle, {
+        logger: jobLogger.logger,
+        pollingIntervalSeconds: 0.5,
+        works: options.queue.work ?? true,
+      })
     : undefined;
   const services = createServices({
     db,
@@ -84,7 +88,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
   });
   if (queue) {
     createWorkers({ queue, database: database.handle, services });
-    await queue.start({ work: options.queue?.work ?? true });
+    await queue.start();
   }
   const app = await buildApp({
     services,
