@@ -4,7 +4,7 @@ import type { Db, Executor, Tx } from '../../db/types.ts';
 import { AppError, notFound, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
-import { dedupeKeyIsUnique, dedupeKeyOf } from '../records/field-values.ts';
+import { dedupeKeyIsUnique, dedupeKeyOf, dedupeLockOf } from '../records/field-values.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import { recomputeDuplicateKeysJob } from './entities.jobs.ts';
 import {
@@ -384,6 +384,14 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
               unique_wanted: dedupeKeyIsUnique({ duplicateRule: state.rule }, dedupeKey),
             };
           });
+          // Intake's locked path takes these locks too: a key is made unique by one side at a time.
+          await records.lockAll(
+            tx,
+            accountId,
+            keyed.flatMap((row) =>
+              row.unique_wanted && row.dedupe_key ? [dedupeLockOf(entityId, row.dedupe_key)] : [],
+            ),
+          );
           await records.rekey(accountId, entityId, keyed, tx);
           const finished = batch.length < RECOMPUTE_BATCH_SIZE;
           await repo.advanceDuplicateKeys(

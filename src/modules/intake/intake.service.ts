@@ -12,6 +12,7 @@ import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
 import {
   dedupeKeyIsUnique,
   dedupeKeyOf,
+  dedupeLockOf,
   displayName,
   emailOf,
   type FieldValue,
@@ -489,7 +490,7 @@ export function createIntakeService({
     const dedupeKey = dedupeKeyOf(entity, prepared.values);
     const rule = entity.duplicateRule;
     if (rule && dedupeKey) {
-      await records.lock(tx, ctx.accountId, `dedupe:${entity.id}:${dedupeKey}`);
+      await records.lock(tx, ctx.accountId, dedupeLockOf(entity.id, dedupeKey));
       const existing = await records.findByDedupeKey(ctx.accountId, entity.id, dedupeKey, tx);
       if (existing) {
         if (rule.action === 'update') {

@@ -295,6 +295,11 @@ export function dedupeKeyIsUnique(
   return dedupeKey !== null && (action === 'update' || action === 'ignore');
 }
 
+/** What writers of one duplicate key lock (records.lock), so that they take turns. */
+export function dedupeLockOf(entityId: string, dedupeKey: string): string {
+  return `dedupe:${entityId}:${dedupeKey}`;
+}
+
 /** Normalised duplicate-rule values, or null when any of them is missing. */
 export function dedupeKeyOf(
   entity: Pick<EntityDef, 'duplicateRule'>,
