@@ -192,9 +192,9 @@ describe.each(TEST_DATABASES)('a duplicate-key recompute in batches on %s', (kin
   });
   afterAll(async () => t?.close());
 
-  it('is enqueued with the rule change, stores its position with each batch, and resumes there', async () => {
+  async function accountWithRecords(count: number) {
     const account = await accountWithLeads(t, { duplicateRule: EMAIL_RULE });
-    for (let call = 0; call < 11; call++) {
+    for (let call = 0; call < count / 100; call++) {
       const response = await t.request({
         method: 'POST',
         url: '/api/v1/records/bulk',
@@ -208,19 +208,29 @@ describe.each(TEST_DATABASES)('a duplicate-key recompute in batches on %s', (kin
       });
       expect(response.json().accepted).toBe(100);
     }
-    expect((await putRule(t, account, PHONE_RULE)).json().duplicate_keys).toEqual({
-      status: 'recomputing',
-      done: 0,
-      total: 1100,
-    });
+    return account;
+  }
+
+  async function recomputeTarget(account: TestAccount) {
     const entity = await t.db
       .selectFrom('entities')
       .select(['id', 'dedupe_rule_version'])
       .where('account_id', '=', account.id)
       .executeTakeFirstOrThrow();
-    const target = { accountId: account.id, entityId: entity.id, version: entity.dedupe_rule_version };
+    return { accountId: account.id, entityId: entity.id, version: entity.dedupe_rule_version };
+  }
+
+  it('is enqueued with the rule change, stores its position with each batch, and resumes there', async () => {
+    const account = await accountWithRecords(1100);
+    expect((await putRule(t, account, PHONE_RULE)).json().duplicate_keys).toEqual({
+      status: 'recomputing',
+      done: 0,
+      total: 1100,
+    });
+    const target = await recomputeTarget(account);
     const { rows: queued } = await sql<{ data: unknown; state: string }>`
-      SELECT data, state FROM pgboss.job WHERE name = ${recomputeDuplicateKeysJob.name}`.execute(t.db);
+      SELECT data, state FROM pgboss.job
+      WHERE name = ${recomputeDuplicateKeysJob.name} AND data->>'accountId' = ${account.id}`.execute(t.db);
     expect(queued).toEqual([{ data: target, state: 'created' }]);
 
     // A worker that stops after the first batch (its shutdown grace period ran out).
@@ -251,5 +261,25 @@ describe.each(TEST_DATABASES)('a duplicate-key recompute in batches on %s', (kin
       rekeyed: 0,
       superseded: true,
     });
+  }, 120_000);
+
+  it('keeps intake answering while it runs, and leaves every shared key held uniquely once', async () => {
+    const account = await accountWithRecords(1000);
+    await putRule(t, account, PHONE_RULE);
+    const target = await recomputeTarget(account);
+    // Handovers whose phone the stored records get under the new rule, while those are re-keyed.
+    const [recomputed, ...answers] = await Promise.all([
+      t.services.entities.recomputeDuplicateKeys(target, new AbortController().signal),
+      ...Array.from({ length: 40 }, (_, i) =>
+        intake(t, account, { email: `late${i}@batch.test`, phone: `+49 30 ${i * 13}` }),
+      ),
+    ]);
+    expect(recomputed).toEqual({ rekeyed: expect.any(Number), superseded: false });
+    for (const answer of answers) expect([200, 201]).toContain(answer.statusCode);
+    const { rows } = await sql<{ dedupe_key: string; unique_holders: number }>`
+      SELECT dedupe_key, count(*) FILTER (WHERE dedupe_unique)::int AS unique_holders
+      FROM records WHERE account_id = ${account.id} GROUP BY dedupe_key`.execute(t.db);
+    expect(rows.length).toBeGreaterThanOrEqual(550);
+    for (const row of rows) expect(row, row.dedupe_key).toMatchObject({ unique_holders: 1 });
   }, 120_000);
 });
