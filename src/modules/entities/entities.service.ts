@@ -25,7 +25,7 @@ import type { EntitiesRepo } from './entities.repo.ts';
 const CACHE_TTL_MS = 2_000;
 /** Records re-keyed in one transaction of a duplicate-key recompute. */
 const RECOMPUTE_BATCH_SIZE = 500;
-/** Times a batch is run again at once when a record written meanwhile took a key it wanted. */
+/** Times a batch is run again at once after a conflict with intake (isRetryableConflict). */
 const RECOMPUTE_BATCH_ATTEMPTS = 5;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -241,8 +241,15 @@ export interface EntitiesServiceDeps {
   now?: () => number;
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === '23505';
+/**
+ * What a batch meets when intake writes the same keys at once: a unique violation (a record
+ * written meanwhile took a key the batch marks unique), or a deadlock with a grouped creation
+ * that inserts several keys the batch marks (PostgreSQL ends one of the two; intake retries its
+ * creations one by one).
+ */
+function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === '23505' || code === '40P01';
 }
 
 export function createEntitiesService({ db, repo, records, jobs, now = Date.now }: EntitiesServiceDeps) {
@@ -403,9 +410,8 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
           return { rekeyed: batch.length, superseded: false, finished };
         });
       } catch (error) {
-        // A record written meanwhile took a key this batch wanted to mark unique: the next run
-        // of the batch sees it and leaves that key shared.
-        if (!isUniqueViolation(error) || attempt >= RECOMPUTE_BATCH_ATTEMPTS) throw error;
+        // The next run of the batch sees the records written meanwhile and leaves their keys shared.
+        if (!isRetryableConflict(error) || attempt >= RECOMPUTE_BATCH_ATTEMPTS) throw error;
       }
     }
   }
