@@ -55,7 +55,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  */
 const START_NODE_FLAGS: string[] = (() => {
   const start: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
-  const words = start.split(/\s+/);
+  // `exec` makes the shell npm starts the script in become Node (see docs/decisions.md, Process).
+  const words = start.split(/\s+/).filter((word, index) => !(index === 0 && word === 'exec'));
   if (words[0] !== 'node' || !words.includes('bin/leads.js')) {
     throw new Error(`the start script is not "node … bin/leads.js serve": ${start}`);
   }

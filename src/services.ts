@@ -1,4 +1,5 @@
 import type { Db } from './db/types.ts';
+import type { JobEnqueuer } from './jobs/queue.ts';
 import { createAccountsRepo } from './modules/accounts/accounts.repo.ts';
 import { createAccountsService } from './modules/accounts/accounts.service.ts';
 import { createApiKeysRepo } from './modules/api-keys/api-keys.repo.ts';
@@ -33,24 +34,31 @@ export interface ServiceDeps {
   db: Db;
   /** HMAC key for signed document addresses, record tokens and booking tokens. */
   secret: string;
-  publicUrl: string;
+  /**
+   * The absolute base of links (PUBLIC_URL), read each time a link is made: with PORT=0 the
+   * port is known only once the server listens.
+   */
+  currentPublicUrl: () => string;
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
   /** Grouped statements of single-record creations written at once (intake service). */
   concurrentCreates?: number;
   /** Settings of the outbound engine (webhooks and email); the instance secret is added here. */
   outbound?: Omit<OutboundOptions, 'secret'>;
+  /** Writes background jobs; every `serve` and `worker` process has one (tests may go without). */
+  jobs?: JobEnqueuer;
 }
 
 /** The one place where repos and services are put together. */
 export function createServices({
   db,
   secret,
-  publicUrl,
+  currentPublicUrl,
   storage,
   fetchDocument,
   concurrentCreates,
   outbound: outboundOptions,
+  jobs,
 }: ServiceDeps) {
   const outbound = createOutboundService(db, { allowPrivate: false, ...outboundOptions, secret });
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
@@ -64,12 +72,12 @@ export function createServices({
     apiKeys,
     onAccountChanged: (accountId) => auth.forgetAccount(accountId),
   });
-  const entities = createEntitiesService({ db, repo: createEntitiesRepo(db) });
+  const recordsRepo = createRecordsRepo(db);
+  const entities = createEntitiesService({ db, repo: createEntitiesRepo(db), records: recordsRepo, jobs });
   const sources = createSourcesService({ db, repo: createSourcesRepo(db) });
   const usersRepo = createUsersRepo(db);
   const users = createUsersService({ repo: usersRepo });
   const idempotency = createIdempotencyService({ repo: createIdempotencyRepo(db) });
-  const recordsRepo = createRecordsRepo(db);
   const documents = createDocumentsService({
     db,
     entities,
@@ -78,7 +86,7 @@ export function createServices({
     storage,
     fetchDocument,
     secret,
-    publicUrl,
+    currentPublicUrl,
     outbound,
   });
   const intake = createIntakeService({

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -35,6 +36,38 @@ export class DataDirLockedError extends Error {
   }
 }
 
+/**
+ * What tells one process from a later one that got the same pid: on Linux the start time in
+ * clock ticks since boot (field 22 of /proc/<pid>/stat) and the boot's id; elsewhere (macOS, the
+ * BSDs) the start time that `ps` prints. `undefined` when the process does not run; `null` when it
+ * runs but this system tells no start time (then only the pid can be judged).
+ */
+export function processStartIdentity(pid: number): string | null | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: count from its end.
+    const afterName = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const bootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return `linux ${bootId} ${afterName[22 - 3]}`;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && fs.existsSync('/proc/self/stat')) {
+      return undefined;
+    }
+  }
+  if (!processIsAlive(pid)) return undefined;
+  try {
+    const started = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5_000,
+    }).trim();
+    return started === '' ? null : `ps ${started.replace(/\s+/g, ' ')}`;
+  } catch {
+    // `ps` exits 1 for a pid that ended meanwhile, and is missing on some systems.
+    return processIsAlive(pid) ? null : undefined;
+  }
+}
+
 function processIsAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -45,33 +78,63 @@ function processIsAlive(pid: number): boolean {
 }
 
 /**
+ * Whether the process that wrote a lock (its pid and, when the system told it, its start identity)
+ * still runs. A pid that now belongs to a process started at another time was reused (a container
+ * restart gives the same small pids again) and holds nothing.
+ */
+function lockOwnerRuns(pid: number, identity: string | null): boolean {
+  const current = processStartIdentity(pid);
+  if (current === undefined) return false;
+  if (identity === null || current === null) return true;
+  return current === identity;
+}
+
+function readLock(lockFile: string): { pid: number; identity: string | null } {
+  const [pidLine = '', identityLine = ''] = fs.readFileSync(lockFile, 'utf8').split('\n');
+  return { pid: Number.parseInt(pidLine.trim(), 10), identity: identityLine.trim() || null };
+}
+
+/**
  * Takes the exclusive lock on an embedded data directory. PGlite has no lock of its own and two
  * processes on one directory corrupt it, so a second opener must fail at once. The lock file
- * holds the owner's pid; a lock left by a process that no longer runs (kill -9) is taken over.
+ * holds the owner's pid and its start identity (processStartIdentity); a lock whose owner no
+ * longer runs (kill -9), or whose pid now names another process, is taken over.
  * Returns the function that releases it.
  */
 export function lockDataDir(dir: string): () => void {
   fs.mkdirSync(dir, { recursive: true });
   const lockFile = path.join(dir, 'leads.lock');
+  const ownIdentity = processStartIdentity(process.pid) ?? null;
+  const content = ownIdentity === null ? `${process.pid}\n` : `${process.pid}\n${ownIdentity}\n`;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const fd = fs.openSync(lockFile, 'wx');
-      fs.writeSync(fd, String(process.pid));
-      fs.closeSync(fd);
+      // Written aside and linked into place, so that no reader ever sees a lock without its owner.
+      const written = `${lockFile}.${process.pid}`;
+      fs.writeFileSync(written, content);
+      try {
+        fs.linkSync(written, lockFile);
+      } finally {
+        fs.rmSync(written, { force: true });
+      }
       return () => {
         try {
-          if (fs.readFileSync(lockFile, 'utf8').trim() === String(process.pid)) fs.unlinkSync(lockFile);
+          if (fs.readFileSync(lockFile, 'utf8') === content) fs.unlinkSync(lockFile);
         } catch {
           // Already gone: nothing to release.
         }
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number.parseInt(fs.readFileSync(lockFile, 'utf8').trim(), 10);
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processIsAlive(owner)) {
-        throw new DataDirLockedError(lockFile, owner);
+      const owner = readLock(lockFile);
+      if (
+        Number.isInteger(owner.pid) &&
+        owner.pid > 0 &&
+        owner.pid !== process.pid &&
+        lockOwnerRuns(owner.pid, owner.identity)
+      ) {
+        throw new DataDirLockedError(lockFile, owner.pid);
       }
-      // Stale lock of a dead process (or our own from an unclean close): remove and retry.
+      // Stale lock of a dead process, of a reused pid, or our own from an unclean close.
       fs.rmSync(lockFile, { force: true });
     }
   }

@@ -72,6 +72,11 @@ export interface EntitiesTable {
   position: Generated<number>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
+  dedupe_rule_version: Generated<number>;
+  dedupe_recomputing: Generated<boolean>;
+  dedupe_recompute_cursor: string | null;
+  dedupe_recompute_done: Generated<number>;
+  dedupe_recompute_total: Generated<number>;
 }
 
 export interface PipelinesTable {

@@ -28,8 +28,11 @@
  *    The job exists only if that transaction commits. Never enqueue from inside a handler's
  *    or request's transaction a job that is not registered: `enqueue` refuses it at once.
  *
- * Services take the queue as an optional dependency (`JobEnqueuer`): the app and its tests run
- * without one, and only the job tests and the processes (`serve`, `leads worker`) start it.
+ * Services that enqueue take the queue as a dependency (`JobEnqueuer`, wired in src/services.ts).
+ * Every process that serves starts it (src/start/runtime.ts creates it, `createWorkers` registers
+ * every job): `serve` works it unless LEADS_RUN_WORKERS=false, and then still starts it with
+ * `work: false` so that its requests can enqueue; `leads worker` works it. The test app starts
+ * one only when a test asks for it (`startTestApp(kind, { queue: {} })`).
  *
  * On PostgreSQL pg-boss keeps a small pool of its own from the same DATABASE_URL, so that polling
  * and maintenance never wait for, or take, a connection a request needs. On the embedded database
@@ -145,6 +148,8 @@ export interface JobStatus {
 }
 
 export interface JobQueue extends JobEnqueuer {
+  /** Whether this queue was created to work jobs (false: an API-only node that only enqueues). */
+  readonly works: boolean;
   registerHandler<Schema extends TSchema>(
     job: JobDefinition<Schema>,
     handler: JobHandler<Static<Schema>>,
@@ -169,10 +174,17 @@ export interface JobQueueOptions {
   logger: JobLogger;
   /** Seconds between two polls of an idle queue (at least 0.5). */
   pollingIntervalSeconds?: number;
+  /**
+   * Whether this process will work jobs (default true). A process that only enqueues (an API-only
+   * node) leaves pg-boss's maintenance and cron pass to the workers and keeps one connection.
+   */
+  works?: boolean;
 }
 
-/** pg-boss's connection on PostgreSQL: enough for polling, maintenance and the cron pass at once. */
+/** pg-boss's connections on PostgreSQL: enough for polling, maintenance and the cron pass at once. */
 const POSTGRES_POOL_SIZE = 3;
+/** A process that only enqueues: jobs are written through the caller's executor. */
+const ENQUEUE_ONLY_POOL_SIZE = 1;
 
 /** Runs pg-boss's statements through a Kysely executor, so they take part in its transaction. */
 function executorQueueDatabase(executor: Executor): QueueDatabase {
@@ -184,15 +196,22 @@ function executorQueueDatabase(executor: Executor): QueueDatabase {
   };
 }
 
-function createBoss(database: DatabaseHandle): PgBoss {
+function createBoss(database: DatabaseHandle, works: boolean): PgBoss {
+  const maintenance = { supervise: works, schedule: works };
   if (database.kind === 'pglite') {
     if (!database.pglite) throw new Error('the embedded database handle carries no PGlite instance');
-    return new PgBoss({ db: pgliteQueueDatabase(database.pglite), backend: 'pglite', schema: QUEUE_SCHEMA });
+    return new PgBoss({
+      db: pgliteQueueDatabase(database.pglite),
+      backend: 'pglite',
+      schema: QUEUE_SCHEMA,
+      ...maintenance,
+    });
   }
   if (!database.url) throw new Error('the PostgreSQL database handle carries no connection string');
   return new PgBoss({
+    ...maintenance,
     connectionString: database.url,
-    max: POSTGRES_POOL_SIZE,
+    max: works ? POSTGRES_POOL_SIZE : ENQUEUE_ONLY_POOL_SIZE,
     application_name: 'leadline-jobs',
     schema: QUEUE_SCHEMA,
   });
@@ -230,7 +249,8 @@ interface Registration {
 
 export function createJobQueue(database: DatabaseHandle, options: JobQueueOptions): JobQueue {
   const { logger } = options;
-  const boss = createBoss(database);
+  const works = options.works ?? true;
+  const boss = createBoss(database, works);
   const registrations = new Map<string, Registration>();
   const schedules = new Map<string, { cron: string; payload: unknown }>();
   /** pg-boss started (so it must be stopped), and the queues exist (so jobs may be written). */
@@ -287,8 +307,11 @@ export function createJobQueue(database: DatabaseHandle, options: JobQueueOption
       schedules.set(job.name, { cron, payload });
     },
 
-    async start({ work = true } = {}) {
+    works,
+
+    async start({ work = works } = {}) {
       if (bossStarted) throw new Error('the job queue is started already');
+      if (work && !works) throw new Error('this job queue was created to enqueue only');
       for (const name of schedules.keys()) {
         if (!registrations.has(name)) throw new Error(`job ${name} is scheduled but has no handler`);
       }

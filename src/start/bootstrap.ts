@@ -56,21 +56,27 @@ export interface DemoAccount {
   apiKey: string;
 }
 
-/** Creates the demo account on the very first start of an instance; later starts do nothing. */
+/**
+ * Creates the demo account on the very first start of an instance; later starts do nothing. The
+ * claim, the account, its key and its entity are written in one transaction: a start that dies
+ * half-way leaves nothing, and the next start creates the demo.
+ */
 export async function createDemoOnce(db: Db, services: Services): Promise<DemoAccount | null> {
   const repo = createInstanceRepo(db);
   if (await repo.get('demo_created_at')) return null;
-  // Two nodes starting at once on a new database: only the one whose claim is stored goes on.
-  const claim = new Date().toISOString() + randomBytes(4).toString('hex');
-  if ((await repo.setOnce('demo_created_at', claim)) !== claim) return null;
-  const account = await services.accounts.create({
-    name: 'Demo',
-    modules: ['crm', 'distribution', 'booking'],
-    isDemo: true,
+  return db.transaction().execute(async (tx) => {
+    // Two nodes starting at once on a new database: the second one's claim waits for the first
+    // transaction, and finds the first claim stored once that commits.
+    const claim = new Date().toISOString() + randomBytes(4).toString('hex');
+    if ((await repo.setOnce('demo_created_at', claim, tx)) !== claim) return null;
+    const account = await services.accounts.create(
+      { name: 'Demo', modules: ['crm', 'distribution', 'booking'], isDemo: true },
+      tx,
+    );
+    await repo.set('demo_account_id', account.id, tx);
+    await services.entities.put(account.id, 'lead', DEMO_ENTITY, tx);
+    return { accountId: account.id, apiKey: account.api_key.key };
   });
-  await repo.set('demo_account_id', account.id);
-  await services.entities.put(account.id, 'lead', DEMO_ENTITY);
-  return { accountId: account.id, apiKey: account.api_key.key };
 }
 
 export function firstStartBanner(options: {

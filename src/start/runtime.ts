@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import { type DatabaseHandle, openDatabase } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
+import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts';
 import { createDocumentBackend } from '../modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../services.ts';
 import { ensureInstanceSecrets, type InstanceSecrets } from './bootstrap.ts';
@@ -10,11 +11,28 @@ export interface Runtime {
   database: DatabaseHandle;
   services: Services;
   secrets: InstanceSecrets;
+  /**
+   * The job queue, not started yet: the services enqueue through it, so every process that
+   * serves starts it (working or not, see `createWorkers`).
+   */
+  queue: JobQueue;
   appliedMigrations: string[];
+  /**
+   * Tells the runtime the port the server listens on; with PORT=0 and no PUBLIC_URL that port
+   * goes into the public URL that links are made with. Returns the public URL.
+   */
+  listeningOn(port: number): string;
 }
 
-/** Opens the database, brings its schema up to date, and wires the services: what every command starts with. */
-export async function openRuntime(config: Config): Promise<Runtime> {
+/**
+ * Opens the database, brings its schema up to date, and wires the services with the job queue:
+ * what every serving command starts with. `jobs.logger` receives the queue's lines; `jobs.works`
+ * says whether this process works jobs or only enqueues them.
+ */
+export async function openRuntime(
+  config: Config,
+  jobs: { logger: JobLogger; works: boolean },
+): Promise<Runtime> {
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -23,10 +41,12 @@ export async function openRuntime(config: Config): Promise<Runtime> {
   try {
     const { applied } = await migrate(database.db);
     const secrets = await ensureInstanceSecrets(database.db, config);
+    const queue = createJobQueue(database, jobs);
+    let publicUrl = config.publicUrl;
     const services = createServices({
       db: database.db,
       secret: secrets.secret,
-      publicUrl: config.publicUrl,
+      currentPublicUrl: () => publicUrl,
       // A third of the pool: larger groups cost less per record, and the rest of the pool stays
       // free for everything else (docs/decisions.md, Group commit, has the measurements).
       concurrentCreates: Math.max(1, Math.floor(config.databasePoolSize / 3)),
@@ -39,8 +59,14 @@ export async function openRuntime(config: Config): Promise<Runtime> {
         mailFrom: config.mailFrom,
         outboxDir: config.outboxDir,
       },
+      jobs: queue,
     });
-    return { config, database, services, secrets, appliedMigrations: applied };
+    const listeningOn = (port: number) => {
+      // Only the default address (http://HOST:PORT) names port 0; a PUBLIC_URL given is kept.
+      if (config.port === 0) publicUrl = publicUrl.replace(/:0$/, `:${port}`);
+      return publicUrl;
+    };
+    return { config, database, services, secrets, queue, appliedMigrations: applied, listeningOn };
   } catch (error) {
     await database.close();
     throw error;

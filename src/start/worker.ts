@@ -2,30 +2,39 @@ import { flushCompileCache } from 'node:module';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import { registerMaintenanceJobs } from '../jobs/maintenance.jobs.ts';
-import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts';
+import type { JobLogger, JobQueue } from '../jobs/queue.ts';
+import { registerEntityJobs } from '../modules/entities/entities.jobs.ts';
 import { createDispatcher } from '../outbound/dispatcher.ts';
 import { registerOutboundJobs } from '../outbound/outbound.jobs.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 /**
- * The queue with the handler (and schedule) of every job this service knows: for `serve`, beside
- * the server, and for `leads worker`. A module with jobs registers them here.
+ * Registers the handler (and schedule) of every job this service knows on the runtime's queue:
+ * for `serve`, which starts it working or, with LEADS_RUN_WORKERS=false, only enqueuing (a job
+ * can be written only once it is registered), and for `leads worker`. A module with jobs
+ * registers them here.
  */
-export function createWorkers(runtime: Runtime, logger: JobLogger): JobQueue {
-  const queue = createJobQueue(runtime.database, { logger });
+export function createWorkers(
+  runtime: Pick<Runtime, 'queue' | 'database' | 'services'>,
+  logger: JobLogger,
+): JobQueue {
+  const { queue } = runtime;
   registerMaintenanceJobs(queue, runtime.database.db);
   registerOutboundJobs(queue, runtime.services.outbound);
+  registerEntityJobs(queue, runtime.services.entities);
   // Outbound messages are sent by their own dispatcher (docs/decisions.md, Outbound messages),
-  // which starts and stops with the queue.
+  // which starts and stops with the queue on the nodes that work it.
   const dispatcher = createDispatcher(runtime.services.outbound, logger);
+  let dispatching = false;
   return {
     ...queue,
     async start(options) {
       await queue.start(options);
-      if (options?.work !== false) dispatcher.start();
+      dispatching = options?.work ?? queue.works;
+      if (dispatching) dispatcher.start();
     },
     async stop(timeoutMs) {
-      await dispatcher.stop(timeoutMs);
+      if (dispatching) await dispatcher.stop(timeoutMs);
       runtime.services.outbound.close();
       await queue.stop(timeoutMs);
     },
@@ -51,7 +60,7 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    const runtime = await openRuntime(config);
+    const runtime = await openRuntime(config, { logger, works: true });
     runtime.database.onMaintenanceError = (error) =>
       logger.warn({ err: error }, 'embedded database maintenance failed');
     try {

@@ -7,10 +7,13 @@ import { buildApp } from '../../src/app.ts';
 import type { DatabaseKind } from '../../src/db/client.ts';
 import type { Db } from '../../src/db/types.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.ts';
+import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
 import { createDocumentBackend } from '../../src/modules/documents/documents.backend.ts';
 import type { OutboundOptions } from '../../src/outbound/outbound.service.ts';
 import { createServices, type Services } from '../../src/services.ts';
+import { createWorkers } from '../../src/start/worker.ts';
+import { type LogLine, memoryLogger } from '../jobs/support.ts';
 import { ContractChecker } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
 
@@ -39,6 +42,10 @@ export interface TestApp {
   db: Db;
   services: Services;
   database: TestDatabase;
+  /** The started job queue (with `queue`). */
+  queue?: JobQueue;
+  /** What the job queue logged (with `queue`). */
+  jobLog: LogLine[];
   /** Injects a request and checks the answer against the OpenAPI document. */
   request(request: Request): Promise<LightMyRequestResponse & { json<T = any>(): T }>;
   /** A new account through the operator API; each test gets its own tenant. */
@@ -55,16 +62,29 @@ export interface TestAppOptions {
   concurrentCreates?: number;
   /** Outbound engine settings (retry delays, timeouts, SMTP); webhooks may reach loopback unless `allowPrivate` is false. */
   outbound?: Partial<OutboundOptions>;
+  /**
+   * Start the job queue with every job registered, and work it unless `work` is false; its log
+   * lines go to `TestApp.jobLog`. Off by default: most tests enqueue nothing.
+   */
+  queue?: { work?: boolean };
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase(kind);
   const db = database.handle.db;
   const filesDir = await mkdtemp(path.join(os.tmpdir(), 'leads-files-'));
+  const jobLogger = memoryLogger();
+  const queue = options.queue
+    ? createJobQueue(database.handle, {
+        logger: jobLogger.logger,
+        pollingIntervalSeconds: 0.5,
+        works: options.queue.work ?? true,
+      })
+    : undefined;
   const services = createServices({
     db,
     secret: TEST_SECRET,
-    publicUrl: 'http://127.0.0.1:3000',
+    currentPublicUrl: () => 'http://127.0.0.1:3000',
     concurrentCreates: options.concurrentCreates,
     outbound: {
       allowPrivate: options.fetchAllowPrivate ?? true,
@@ -72,7 +92,12 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
       ...options.outbound,
     },
     ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
+    jobs: queue,
   });
+  if (queue) {
+    createWorkers({ queue, database: database.handle, services }, jobLogger.logger);
+    await queue.start();
+  }
   const app = await buildApp({
     services,
     adminTokenHash: hashSecret(ADMIN_TOKEN),
@@ -102,6 +127,8 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     db,
     services,
     database,
+    queue,
+    jobLog: jobLogger.lines,
     request,
     async createAccount(options = {}) {
       const response = await request({
@@ -117,6 +144,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     async close() {
       await app.close();
       services.outbound.close();
+      await queue?.stop(1_000);
       await database.drop();
       await rm(filesDir, { recursive: true, force: true });
     },

@@ -29,27 +29,25 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
+export interface CapturedProcess {
+  child: ChildProcess;
+  /** Everything it printed so far, stdout and stderr together. */
+  output(): string;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
 /**
- * Starts `leads serve` as users start it, and waits until /health answers. Killed after
+ * Spawns a process in the project's directory with its output captured. Killed after
  * `maxLifetimeMs` at the latest, so that a failing test never leaves it behind.
  */
-export async function startServerProcess(
-  env: Record<string, string>,
-  options: { maxLifetimeMs?: number; readyTimeoutMs?: number } = {},
-): Promise<ServerProcess> {
-  const port = await freePort();
-  const child = spawn(NODE_BIN, [LEADS_BIN, 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      LEADS_DEMO: 'false',
-      ...env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function spawnCaptured(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  maxLifetimeMs: number,
+): CapturedProcess {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk) => {
     output += chunk;
@@ -60,9 +58,48 @@ export async function startServerProcess(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('exit', (code, signal) => resolve({ code, signal }));
   });
-  const lifetime = setTimeout(() => child.kill('SIGKILL'), options.maxLifetimeMs ?? 120_000);
+  const lifetime = setTimeout(() => child.kill('SIGKILL'), maxLifetimeMs);
   lifetime.unref();
   exited.then(() => clearTimeout(lifetime));
+  return { child, output: () => output, exited };
+}
+
+/** One API call to a running service: the status and the parsed JSON answer. */
+export async function callApi(url: string, key: string, method = 'GET', body?: unknown) {
+  const response = await fetch(url, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+/**
+ * Starts `leads serve` as users start it, and waits until /health answers. Killed after
+ * `maxLifetimeMs` at the latest, so that a failing test never leaves it behind.
+ */
+export async function startServerProcess(
+  env: Record<string, string>,
+  options: { maxLifetimeMs?: number; readyTimeoutMs?: number } = {},
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const { child, output, exited } = spawnCaptured(
+    NODE_BIN,
+    [LEADS_BIN, 'serve'],
+    {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      LEADS_DEMO: 'false',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
+    options.maxLifetimeMs ?? 120_000,
+  );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   let ended = false;
@@ -70,7 +107,7 @@ export async function startServerProcess(
     ended = true;
   });
   for (;;) {
-    if (ended) throw new Error(`server exited before it was ready:\n${output}`);
+    if (ended) throw new Error(`server exited before it was ready:\n${output()}`);
     try {
       const response = await fetch(`${url}/health`);
       if (response.ok) break;
@@ -79,9 +116,36 @@ export async function startServerProcess(
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`server not ready in time:\n${output}`);
+      throw new Error(`server not ready in time:\n${output()}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { url, child, output: () => output, exited, kill: (signal = 'SIGTERM') => child.kill(signal) };
+  return { url, child, output, exited, kill: (signal = 'SIGTERM') => child.kill(signal) };
+}
+
+export interface WorkerProcess extends CapturedProcess {
+  /** The JSON log lines printed so far. */
+  logLines(): { msg: string; [key: string]: unknown }[];
+}
+
+/** Starts `leads worker` (killed after `maxLifetimeMs` at the latest); it logs at info level. */
+export function startWorkerProcess(
+  env: Record<string, string>,
+  options: { maxLifetimeMs?: number } = {},
+): WorkerProcess {
+  const started = spawnCaptured(
+    NODE_BIN,
+    [LEADS_BIN, 'worker'],
+    { ...process.env, LOG_LEVEL: 'info', LEADS_DEMO: 'false', ...env },
+    options.maxLifetimeMs ?? 90_000,
+  );
+  return {
+    ...started,
+    logLines: () =>
+      started
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string }),
+  };
 }

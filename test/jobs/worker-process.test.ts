@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -9,7 +8,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { purgeIdempotencyKeysJob, registerMaintenanceJobs } from '../../src/jobs/maintenance.jobs.ts';
 import { createJobQueue } from '../../src/jobs/queue.ts';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
-import { LEADS_BIN, NODE_BIN } from '../helpers/server-process.ts';
+import { startWorkerProcess } from '../helpers/server-process.ts';
 import { memoryLogger, until, within } from './support.ts';
 
 describe.each(TEST_DATABASES)('`leads worker` on %s', (kind) => {
@@ -58,38 +57,21 @@ describe.each(TEST_DATABASES)('`leads worker` on %s', (kind) => {
       await before.close();
     }
 
-    const child = spawn(NODE_BIN, [LEADS_BIN, 'worker'], {
-      env: { ...process.env, LOG_LEVEL: 'info', LEADS_DEMO: 'false', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const lifetime = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    const worker = startWorkerProcess(env);
+    const { child, exited } = worker;
     onTestFinished(() => {
-      clearTimeout(lifetime);
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-      child.on('exit', (code, signal) => resolve({ code, signal }));
-    });
-
     const completed = () =>
-      output
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as { msg: string; job?: string; output?: unknown })
+      worker
+        .logLines()
         .find((line) => line.msg === 'job completed' && line.job === purgeIdempotencyKeysJob.name);
     await until(() => completed() !== undefined || child.exitCode !== null, 60_000).catch(() => {});
-    expect(completed(), output).toMatchObject({ output: { deleted: 1 } });
+    expect(completed(), worker.output()).toMatchObject({ output: { deleted: 1 } });
 
     child.kill('SIGTERM');
     expect(await within(exited, 20_000, 'the worker after SIGTERM')).toEqual({ code: 0, signal: null });
-    expect(output).toContain('worker stopped');
+    expect(worker.output()).toContain('worker stopped');
 
     // The embedded database's lock is released: it opens again, with only the fresh key left.
     const after = await open();

@@ -261,8 +261,11 @@ describe('the service as a user starts it, on the embedded database', () => {
   });
 
   describe('security', () => {
-    it("keeps nothing but the owner's pid in the lock file", async () => {
-      expect(readFileSync(lockFile(), 'utf8')).toBe(String(server!.child.pid));
+    it("keeps nothing but the owner's pid and start identity in the lock file", async () => {
+      const [pid, identity, end] = readFileSync(lockFile(), 'utf8').split('\n');
+      expect(pid).toBe(String(server!.child.pid));
+      expect(identity).toMatch(/^linux [0-9a-f-]{36} \d+$/);
+      expect(end).toBe('');
     });
   });
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../db/types.ts';
+import { inTransaction } from '../../db/transaction.ts';
+import type { Db, Tx } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
@@ -43,9 +44,9 @@ export interface AccountsServiceDeps {
 
 export function createAccountsService({ db, repo, apiKeys, onAccountChanged }: AccountsServiceDeps) {
   return {
-    /** Creates the account and its first API key in one transaction. */
-    async create(input: CreateAccountInput) {
-      return db.transaction().execute(async (tx) => {
+    /** Creates the account and its first API key in one transaction (the caller's, when given). */
+    async create(input: CreateAccountInput, tx?: Tx) {
+      return inTransaction(db, tx, async (tx) => {
         const accountId = randomUUID();
         const row = await repo.insert(
           accountId,

@@ -64,7 +64,8 @@ export interface DocumentsServiceDeps {
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
   secret: string;
-  publicUrl: string;
+  /** The absolute base of links, read when a link is made (the bound port is known only then). */
+  currentPublicUrl: () => string;
   /** Account webhooks: `document.attached` is written with the documents. */
   outbound: Pick<OutboundService, 'emitEvent'>;
   now?: () => Date;
@@ -79,7 +80,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
     storage,
     fetchDocument,
     secret,
-    publicUrl,
+    currentPublicUrl,
     outbound,
     now = () => new Date(),
   } = deps;
@@ -259,7 +260,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       const exp = Math.floor(now().getTime() / 1000) + SIGNED_URL_TTL_SECONDS;
       const sig = documentSignature(secret, row.id, exp);
       return {
-        url: `${publicUrl}/api/v1/documents/${row.id}?exp=${exp}&sig=${sig}`,
+        url: `${currentPublicUrl()}/api/v1/documents/${row.id}?exp=${exp}&sig=${sig}`,
         expires_at: iso(new Date(exp * 1000)),
       };
     },

@@ -60,6 +60,8 @@ export interface EntityDef {
   duplicateRule: DuplicateRule | null;
   /** Active pipelines in order, each with its active stages in order. */
   pipelines: PipelineDef[];
+  /** The stored duplicate keys: being recomputed after a rule change, and how far. */
+  duplicateKeys: { recomputing: boolean; done: number; total: number };
   createdAt: Date;
   updatedAt: Date;
 }

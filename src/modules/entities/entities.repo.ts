@@ -18,7 +18,19 @@ export function createEntitiesRepo(db: Executor) {
     async loadAll(accountId: string, tx: Executor = db): Promise<EntityDef[]> {
       const entities = await tx
         .selectFrom('entities')
-        .select(['id', 'key', 'name', 'archived', 'fields', 'duplicate_rule', 'created_at', 'updated_at'])
+        .select([
+          'id',
+          'key',
+          'name',
+          'archived',
+          'fields',
+          'duplicate_rule',
+          'created_at',
+          'updated_at',
+          'dedupe_recomputing',
+          'dedupe_recompute_done',
+          'dedupe_recompute_total',
+        ])
         .where('account_id', '=', accountId)
         .orderBy('position')
         .orderBy('created_at')
@@ -65,6 +77,11 @@ export function createEntitiesRepo(db: Executor) {
         fields: row.fields as FieldDef[],
         duplicateRule: (row.duplicate_rule as DuplicateRule | null) ?? null,
         pipelines: pipelinesByEntity.get(row.id) ?? [],
+        duplicateKeys: {
+          recomputing: row.dedupe_recomputing,
+          done: Math.min(row.dedupe_recompute_done, row.dedupe_recompute_total),
+          total: row.dedupe_recompute_total,
+        },
         createdAt: row.created_at,
         updatedAt: row.updated_at,
       }));
@@ -78,10 +95,10 @@ export function createEntitiesRepo(db: Executor) {
       accountId: string,
       input: EntityInput,
       tx: Executor,
-    ): Promise<{ id: string; created: boolean }> {
+    ): Promise<{ id: string; created: boolean; previousRule: DuplicateRule | null }> {
       const existing = await tx
         .selectFrom('entities')
-        .select('id')
+        .select(['id', 'duplicate_rule'])
         .where('account_id', '=', accountId)
         .where('key', '=', input.key)
         .forUpdate()
@@ -157,7 +174,82 @@ export function createEntitiesRepo(db: Executor) {
           .where('id', 'in', dropped)
           .execute();
       }
-      return { id: entityId, created: !existing };
+      return {
+        id: entityId,
+        created: !existing,
+        previousRule: (existing?.duplicate_rule as DuplicateRule | null | undefined) ?? null,
+      };
+    },
+
+    /**
+     * Starts the duplicate keys over under the rule just saved: a new version (a recompute of an
+     * older one stops at its next batch), from the first record. Returns the new version.
+     */
+    async restartDuplicateKeys(accountId: string, entityId: string, total: number, tx: Executor) {
+      const row = await tx
+        .updateTable('entities')
+        .set((eb) => ({
+          dedupe_rule_version: eb('dedupe_rule_version', '+', 1),
+          dedupe_recomputing: total > 0,
+          dedupe_recompute_cursor: null,
+          dedupe_recompute_done: 0,
+          dedupe_recompute_total: total,
+        }))
+        .where('account_id', '=', accountId)
+        .where('id', '=', entityId)
+        .returning('dedupe_rule_version')
+        .executeTakeFirstOrThrow();
+      return row.dedupe_rule_version;
+    },
+
+    /**
+     * The recompute's state, locked until `tx` ends, so that a batch and a rule change never
+     * overlap. The lock leaves record inserts free (their foreign-key check takes a key share).
+     */
+    async lockDuplicateKeys(accountId: string, entityId: string, tx: Executor) {
+      const row = await tx
+        .selectFrom('entities')
+        .select([
+          'duplicate_rule',
+          'dedupe_rule_version',
+          'dedupe_recomputing',
+          'dedupe_recompute_cursor',
+          'dedupe_recompute_done',
+        ])
+        .where('account_id', '=', accountId)
+        .where('id', '=', entityId)
+        .forNoKeyUpdate()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      return {
+        rule: (row.duplicate_rule as DuplicateRule | null) ?? null,
+        version: row.dedupe_rule_version,
+        recomputing: row.dedupe_recomputing,
+        cursor: row.dedupe_recompute_cursor,
+        done: row.dedupe_recompute_done,
+      };
+    },
+
+    async advanceDuplicateKeys(
+      accountId: string,
+      entityId: string,
+      progress: { cursor: string | null; done: number; finished: boolean },
+      tx: Executor,
+    ) {
+      await tx
+        .updateTable('entities')
+        .set((eb) =>
+          progress.finished
+            ? {
+                dedupe_recomputing: false,
+                dedupe_recompute_cursor: null,
+                dedupe_recompute_done: eb.ref('dedupe_recompute_total'),
+              }
+            : { dedupe_recompute_cursor: progress.cursor, dedupe_recompute_done: progress.done },
+        )
+        .where('account_id', '=', accountId)
+        .where('id', '=', entityId)
+        .execute();
     },
   };
 }

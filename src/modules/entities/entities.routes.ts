@@ -70,7 +70,24 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
         response: { 200: SettingsEntityList, ...s2Errors },
       },
     },
-    async (request) => ({ entities: (await entities.all(accountIdOf(request))).map(presentEntitySettings) }),
+    async (request) => ({
+      entities: (await entities.settings(accountIdOf(request))).map(presentEntitySettings),
+    }),
+  );
+
+  app.get(
+    '/api/v1/settings/entities/:key',
+    {
+      config: { auth: settings },
+      schema: {
+        tags: ['Settings: entities'],
+        summary: 'Read an entity definition, with the state of its duplicate keys',
+        params: Type.Object({ key: EntityKey }),
+        response: { 200: SettingsEntity, ...s2Errors },
+      },
+    },
+    async (request) =>
+      presentEntitySettings(await entities.settingsOf(accountIdOf(request), request.params.key)),
   );
 
   app.put(

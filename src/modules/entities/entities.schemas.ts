@@ -120,6 +120,23 @@ export const SettingsEntity = Type.Object({
     Type.Null(),
   ]),
   pipelines: Type.Array(Type.Object({ name: Type.String(), stages: Type.Array(Type.String()) })),
+  duplicate_keys: Type.Object(
+    {
+      status: Type.Union([Type.Literal('current'), Type.Literal('recomputing')], {
+        description:
+          'current: every stored record is keyed under the duplicate rule; recomputing: a rule change is being applied to the stored records in the background (new records are keyed under the new rule at once)',
+      }),
+      done: Type.Integer({
+        minimum: 0,
+        description: 'records re-keyed so far (equal to total once current)',
+      }),
+      total: Type.Integer({
+        minimum: 0,
+        description: 'records the entity had when the rule last changed (0 if it never changed)',
+      }),
+    },
+    { description: "Whether the stored records' duplicate keys follow the current duplicate rule" },
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -1,6 +1,12 @@
-import type { Db, Executor } from '../../db/types.ts';
-import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { isDeepStrictEqual } from 'node:util';
+import { inTransaction } from '../../db/transaction.ts';
+import type { Db, Executor, Tx } from '../../db/types.ts';
+import { AppError, notFound, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import type { JobEnqueuer } from '../../jobs/queue.ts';
+import { dedupeKeyIsUnique, dedupeKeyOf, dedupeLockOf } from '../records/field-values.ts';
+import type { RecordsRepo } from '../records/records.repo.ts';
+import { recomputeDuplicateKeysJob } from './entities.jobs.ts';
 import {
   DUPLICATE_ACTIONS,
   type DuplicateAction,
@@ -17,6 +23,10 @@ import type { EntitiesRepo } from './entities.repo.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
 const CACHE_TTL_MS = 2_000;
+/** Records re-keyed in one transaction of a duplicate-key recompute. */
+const RECOMPUTE_BATCH_SIZE = 500;
+/** Times a batch is run again at once after a conflict with intake (isRetryableConflict). */
+const RECOMPUTE_BATCH_ATTEMPTS = 5;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface FieldInput {
@@ -211,6 +221,11 @@ export function presentEntitySettings(entity: EntityDef) {
     ...presentEntityS2(entity),
     duplicate_rule: entity.duplicateRule,
     pipelines: entity.pipelines.map((p) => ({ name: p.name, stages: p.stages.map((s) => s.name) })),
+    duplicate_keys: {
+      status: entity.duplicateKeys.recomputing ? ('recomputing' as const) : ('current' as const),
+      done: entity.duplicateKeys.done,
+      total: entity.duplicateKeys.total,
+    },
     created_at: iso(entity.createdAt),
     updated_at: iso(entity.updatedAt),
   };
@@ -219,10 +234,25 @@ export function presentEntitySettings(entity: EntityDef) {
 export interface EntitiesServiceDeps {
   db: Db;
   repo: EntitiesRepo;
+  /** Re-keys the records when a duplicate rule changes. */
+  records: RecordsRepo;
+  /** Writes the recompute job; every serving process has one (absent only in tests). */
+  jobs?: JobEnqueuer;
   now?: () => number;
 }
 
-export function createEntitiesService({ db, repo, now = Date.now }: EntitiesServiceDeps) {
+/**
+ * What a batch meets when intake writes the same keys at once: a unique violation (a record
+ * written meanwhile took a key the batch marks unique), or a deadlock with a grouped creation
+ * that inserts several keys the batch marks (PostgreSQL ends one of the two; intake retries its
+ * creations one by one).
+ */
+function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === '23505' || code === '40P01';
+}
+
+export function createEntitiesService({ db, repo, records, jobs, now = Date.now }: EntitiesServiceDeps) {
   const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
 
   /**
@@ -255,10 +285,27 @@ export function createEntitiesService({ db, repo, now = Date.now }: EntitiesServ
       return undefined;
     },
 
-    async put(accountId: string, key: string, input: EntityDefinitionInput) {
+    /** The settings view: read anew, so that a recompute's progress is current. */
+    async settings(accountId: string): Promise<EntityDef[]> {
+      cache.delete(accountId);
+      return all(accountId);
+    },
+
+    async settingsOf(accountId: string, key: string): Promise<EntityDef> {
+      cache.delete(accountId);
+      const entity = (await all(accountId)).find((e) => e.key === key);
+      if (!entity) throw notFound('Entity not found');
+      return entity;
+    },
+
+    /**
+     * `tx`: the caller's transaction, when the entity is part of a larger write. A changed
+     * duplicate rule starts a recompute of the stored keys, enqueued in the same transaction.
+     */
+    async put(accountId: string, key: string, input: EntityDefinitionInput, tx?: Tx) {
       const checked = checkDefinition(input);
-      const saved = await db.transaction().execute((tx) =>
-        repo.save(
+      const { saved, entities } = await inTransaction(db, tx, async (tx) => {
+        const saved = await repo.save(
           accountId,
           {
             key,
@@ -269,14 +316,105 @@ export function createEntitiesService({ db, repo, now = Date.now }: EntitiesServ
             pipelines: input.pipelines ?? [],
           },
           tx,
-        ),
-      );
+        );
+        if (!saved.created && !isDeepStrictEqual(saved.previousRule, checked.duplicateRule)) {
+          await restartDuplicateKeys(accountId, saved.id, tx);
+        }
+        // Read through the transaction: on the embedded database it holds the only connection.
+        return { saved, entities: await repo.loadAll(accountId, tx) };
+      });
       cache.delete(accountId);
-      const entity = (await all(accountId)).find((e) => e.id === saved.id);
+      const entity = entities.find((e) => e.id === saved.id);
       if (!entity) throw new Error('saved entity not found');
       return { created: saved.created, entity: presentEntitySettings(entity) };
     },
+
+    /**
+     * The recompute job's work: the entity's records in id order, a batch per transaction, the
+     * position stored with each batch. Stops when a newer rule change superseded its version.
+     */
+    async recomputeDuplicateKeys(
+      target: { accountId: string; entityId: string; version: number },
+      signal: AbortSignal,
+    ): Promise<{ rekeyed: number; superseded: boolean }> {
+      let rekeyed = 0;
+      for (;;) {
+        if (signal.aborted)
+          throw new Error('stopped before the recompute ended; it resumes where it stopped');
+        const step = await recomputeBatch(target);
+        rekeyed += step.rekeyed;
+        if (step.superseded) return { rekeyed, superseded: true };
+        if (step.finished) return { rekeyed, superseded: false };
+      }
+    },
   };
+
+  async function restartDuplicateKeys(accountId: string, entityId: string, tx: Tx): Promise<void> {
+    const total = await records.countOfEntity(accountId, entityId, tx);
+    const version = await repo.restartDuplicateKeys(accountId, entityId, total, tx);
+    if (total === 0) return;
+    if (!jobs) throw new Error('a changed duplicate rule needs the job queue to recompute the stored keys');
+    // Other nodes keep the old rule for up to the cache's lifetime: records they write meanwhile
+    // are re-keyed too when the job starts after it.
+    await jobs.enqueue(
+      tx,
+      recomputeDuplicateKeysJob,
+      { accountId, entityId, version },
+      { startAfter: new Date(now() + CACHE_TTL_MS + 1_000) },
+    );
+  }
+
+  async function recomputeBatch(target: { accountId: string; entityId: string; version: number }) {
+    const { accountId, entityId, version } = target;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.transaction().execute(async (tx) => {
+          const state = await repo.lockDuplicateKeys(accountId, entityId, tx);
+          if (!state || state.version !== version || !state.recomputing) {
+            return { rekeyed: 0, superseded: true, finished: true };
+          }
+          const batch = await records.valuesAfter(
+            accountId,
+            entityId,
+            state.cursor,
+            RECOMPUTE_BATCH_SIZE,
+            tx,
+          );
+          const keyed = batch.map((record) => {
+            const dedupeKey = dedupeKeyOf(
+              { duplicateRule: state.rule },
+              record.fields as Record<string, unknown>,
+            );
+            return {
+              id: record.id,
+              dedupe_key: dedupeKey,
+              unique_wanted: dedupeKeyIsUnique({ duplicateRule: state.rule }, dedupeKey),
+            };
+          });
+          // Intake's locked path takes these locks too: a key is made unique by one side at a time.
+          await records.lockAll(
+            tx,
+            accountId,
+            keyed.flatMap((row) =>
+              row.unique_wanted && row.dedupe_key ? [dedupeLockOf(entityId, row.dedupe_key)] : [],
+            ),
+          );
+          await records.rekey(accountId, entityId, keyed, tx);
+          const finished = batch.length < RECOMPUTE_BATCH_SIZE;
+          await repo.advanceDuplicateKeys(
+            accountId,
+            entityId,
+            { cursor: batch.at(-1)?.id ?? state.cursor, done: state.done + batch.length, finished },
+            tx,
+          );
+          return { rekeyed: batch.length, superseded: false, finished };
+        });
+      } catch (error) {
+        // The next run of the batch sees the records written meanwhile and leaves their keys shared.
+        if (!isRetryableConflict(error) || attempt >= RECOMPUTE_BATCH_ATTEMPTS) throw error;
+      }
+    }
+  }
 }
 
 export type EntitiesService = ReturnType<typeof createEntitiesService>;

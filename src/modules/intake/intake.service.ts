@@ -12,7 +12,9 @@ import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.mode
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
 import {
+  dedupeKeyIsUnique,
   dedupeKeyOf,
+  dedupeLockOf,
   displayName,
   emailOf,
   type FieldValue,
@@ -301,7 +303,6 @@ export function createIntakeService({
     duplicateOf: string | null,
   ): NewRecordRow {
     const { entity, values, placement } = prepared;
-    const rule = entity.duplicateRule;
     const dedupeKey = dedupeKeyOf(entity, values);
     return {
       id: randomUUID(),
@@ -314,8 +315,7 @@ export function createIntakeService({
       externalId: handover.externalId,
       emailLc: emailOf(entity, values),
       dedupeKey,
-      // Under an update or ignore rule, no two records may share the rule's values.
-      dedupeUnique: dedupeKey !== null && (rule?.action === 'update' || rule?.action === 'ignore'),
+      dedupeUnique: dedupeKeyIsUnique(entity, dedupeKey),
       duplicateOf,
       pipelineId: placement?.pipeline.id ?? null,
       stageId: placement?.stage.id ?? null,
@@ -539,7 +539,7 @@ export function createIntakeService({
     const dedupeKey = dedupeKeyOf(entity, prepared.values);
     const rule = entity.duplicateRule;
     if (rule && dedupeKey) {
-      await records.lock(tx, ctx.accountId, `dedupe:${entity.id}:${dedupeKey}`);
+      await records.lock(tx, ctx.accountId, dedupeLockOf(entity.id, dedupeKey));
       const existing = await records.findByDedupeKey(ctx.accountId, entity.id, dedupeKey, tx);
       if (existing) {
         if (rule.action === 'update') {

@@ -284,8 +284,28 @@ export function emailOf(entity: EntityDef, values: Record<string, unknown>): str
   return typeof value === 'string' && value.trim() !== '' ? value.trim().toLowerCase() : null;
 }
 
+/**
+ * Under an update or ignore rule no two records may share the rule's values: the database
+ * refuses a second record with the same key (records.dedupe_unique).
+ */
+export function dedupeKeyIsUnique(
+  entity: Pick<EntityDef, 'duplicateRule'>,
+  dedupeKey: string | null,
+): boolean {
+  const action = entity.duplicateRule?.action;
+  return dedupeKey !== null && (action === 'update' || action === 'ignore');
+}
+
+/** What writers of one duplicate key lock (records.lock), so that they take turns. */
+export function dedupeLockOf(entityId: string, dedupeKey: string): string {
+  return `dedupe:${entityId}:${dedupeKey}`;
+}
+
 /** Normalised duplicate-rule values, or null when any of them is missing. */
-export function dedupeKeyOf(entity: EntityDef, values: Record<string, unknown>): string | null {
+export function dedupeKeyOf(
+  entity: Pick<EntityDef, 'duplicateRule'>,
+  values: Record<string, unknown>,
+): string | null {
   const rule = entity.duplicateRule;
   if (!rule) return null;
   const parts: string[] = [];

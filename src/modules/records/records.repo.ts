@@ -90,6 +90,16 @@ export function createRecordsRepo(db: Executor) {
       await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${accountId}:${identity}`}, 0))`.execute(tx);
     },
 
+    /** `lock` for several identities at once, taken in one order so that two callers never deadlock. */
+    async lockAll(tx: Executor, accountId: string, identities: string[]) {
+      if (identities.length === 0) return;
+      const names = [...new Set(identities)].sort().map((identity) => `${accountId}:${identity}`);
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(name, 0))
+        FROM (SELECT name FROM jsonb_array_elements_text(${toJson(names)}::jsonb) AS e(name) ORDER BY name) AS ordered`.execute(
+        tx,
+      );
+    },
+
     /**
      * Creates a record with its notes, intake log entry and stored idempotent answer in one
      * statement (one round trip, atomic on its own); its creation and first stage are facts of
@@ -288,6 +298,66 @@ export function createRecordsRepo(db: Executor) {
         .where('external_id', '=', externalId)
         .modifyEnd(PREPARED)
         .executeTakeFirst();
+    },
+
+    /** How many records the entity has (a duplicate-key recompute's total). */
+    async countOfEntity(accountId: string, entityId: string, tx: Executor = db): Promise<number> {
+      const row = await tx
+        .selectFrom('records')
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .executeTakeFirstOrThrow();
+      return Number(row.count);
+    },
+
+    /** The next records of the entity in id order after `afterId`, with the values keys are made of. */
+    valuesAfter(
+      accountId: string,
+      entityId: string,
+      afterId: string | null,
+      limit: number,
+      tx: Executor = db,
+    ) {
+      let query = tx
+        .selectFrom('records')
+        .select(['id', 'fields'])
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId);
+      if (afterId !== null) query = query.where('id', '>', afterId);
+      return query.orderBy('id').limit(limit).execute();
+    },
+
+    /**
+     * Stores recomputed duplicate keys. Of the records that want a unique key, one per key is
+     * marked unique unless another record already holds that key uniquely; the others share it
+     * outside the uniqueness rule, as a record created for a new external id does. The keys are
+     * cleared of their uniqueness first, so that a key moving between records never collides
+     * with itself. A record another transaction made unique meanwhile makes this fail with
+     * 23505; the caller runs the batch again.
+     */
+    async rekey(
+      accountId: string,
+      entityId: string,
+      rows: { id: string; dedupe_key: string | null; unique_wanted: boolean }[],
+      tx: Executor,
+    ): Promise<void> {
+      if (rows.length === 0) return;
+      const items = sql`jsonb_to_recordset(${toJson(rows)}::jsonb) AS i(id uuid, dedupe_key text, unique_wanted boolean)`;
+      await sql`
+        UPDATE records AS r SET dedupe_key = i.dedupe_key, dedupe_unique = false
+        FROM ${items}
+        WHERE r.account_id = ${accountId} AND r.entity_id = ${entityId} AND r.id = i.id
+          AND (r.dedupe_key IS DISTINCT FROM i.dedupe_key OR r.dedupe_unique)`.execute(tx);
+      await sql`
+        UPDATE records AS r SET dedupe_unique = true
+        FROM (SELECT DISTINCT ON (dedupe_key) id, dedupe_key FROM ${items}
+              WHERE unique_wanted AND dedupe_key IS NOT NULL ORDER BY dedupe_key, id) AS w
+        WHERE r.account_id = ${accountId} AND r.entity_id = ${entityId} AND r.id = w.id
+          AND NOT EXISTS (
+            SELECT 1 FROM records AS o
+            WHERE o.account_id = ${accountId} AND o.entity_id = ${entityId}
+              AND o.dedupe_key = w.dedupe_key AND o.dedupe_unique)`.execute(tx);
     },
 
     /** The oldest record with these duplicate-rule values. */
