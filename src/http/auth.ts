@@ -11,6 +11,7 @@ export const PERMISSIONS = [
   'documents:read',
   'crm',
   'distribution',
+  'booking',
   'settings',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];

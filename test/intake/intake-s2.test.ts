@@ -191,6 +191,19 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(read.json().crm.stage).toBe('New');
     });
 
+    it('reports booking and distribution nodes it does not act on yet, even with the modules', async () => {
+      const booked = await accountWithLeads(t, { modules: ['crm', 'booking', 'distribution'] });
+      const response = await intake(
+        { entity: 'lead', fields: { email: 'nodes@b.co' }, booking: { title: 'Call' }, distribution: {} },
+        booked.apiKey,
+      );
+      expect(response.statusCode).toBe(201);
+      const reasons = response
+        .json()
+        .warnings.map((w: { key: string; reason: string }) => `${w.key}:${w.reason}`);
+      expect(reasons.sort()).toEqual(['booking:not_supported', 'distribution:not_supported']);
+    });
+
     it('with the crm module, places the record in the named stage and refuses an unknown one', async () => {
       const crm = await accountWithLeads(t, { modules: ['crm'] });
       const placed = await intake(

@@ -24,6 +24,11 @@ export const ORIGIN_KEYS = [
   'referrer',
 ] as const;
 const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
+/**
+ * Nodes of booked modules that this version does not act on yet: they are reported, never
+ * dropped in silence (the booking and distribution modules take them over when they land).
+ */
+const NODES_NOT_ACTED_ON = new Set(['booking', 'distribution']);
 /** The module each optional intake node needs. */
 const MODULE_NODES = [
   ['crm', 'crm'],
@@ -101,11 +106,18 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   const externalId = metaString(meta, 'external_id', 255, problems);
 
   for (const [node, module] of MODULE_NODES) {
-    if (body[node] !== undefined && !modules.includes(module)) {
+    if (body[node] === undefined) continue;
+    if (!modules.includes(module)) {
       warnings.push({
         key: node,
         reason: 'module_not_enabled',
         message: `the ${module} module is not enabled`,
+      });
+    } else if (NODES_NOT_ACTED_ON.has(node)) {
+      warnings.push({
+        key: node,
+        reason: 'not_supported',
+        message: `this version of the service does not act on the ${node} node yet`,
       });
     }
   }
