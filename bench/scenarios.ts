@@ -108,6 +108,8 @@ export interface Scenario {
   connections?: number;
   /** Extra check of the preflight answer (`sent` is the request body); returns what is wrong. */
   check?(body: any, sent: string | undefined): string | undefined;
+  /** Sees every answer of the measured run (not of the warm-up), as it arrives. */
+  onResponse?(status: number, body: string): void;
 }
 
 export interface Measured {
@@ -233,10 +235,11 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
         path: scenario.request.path,
         headers: scenario.request.headers,
         setupRequest: (request) => ({ ...request, ...scenario.request.next() }),
-        ...(countAccepted
+        ...(countAccepted || scenario.onResponse
           ? {
               onResponse: (status: number, body: string) => {
-                if (status < 300) rows += Number(/"accepted":(\d+)/.exec(body)?.[1] ?? 0);
+                if (countAccepted && status < 300) rows += Number(/"accepted":(\d+)/.exec(body)?.[1] ?? 0);
+                scenario.onResponse?.(status, body);
               },
             }
           : {}),
@@ -364,6 +367,35 @@ export type ServiceScenarioName =
   | 's1.intake.form'
   | 'records.get'
   | 'notes.by_email';
+
+/**
+ * Single-record intake into an account with one account webhook subscribed to `record.created`:
+ * the load of `intake.single`; `onCreated` learns each created record's id when its answer arrives.
+ */
+export function webhookIntakeScenario(
+  bodies: Bodies,
+  apiKey: string,
+  onCreated: (recordId: string, answeredAt: number) => void,
+): Scenario {
+  return {
+    name: 'intake.webhook',
+    request: {
+      method: 'POST',
+      path: '/api/v1/records',
+      headers: { authorization: `Bearer ${apiKey}`, ...JSON_TYPE },
+      next: () => ({ body: bodies.record() }),
+    },
+    rows: 'one',
+    expect: [201],
+    check: createdRecord,
+    onResponse: (status, body) => {
+      if (status !== 201) return;
+      const answeredAt = Date.now();
+      const id = (JSON.parse(body) as { id?: unknown }).id;
+      if (typeof id === 'string') onCreated(id, answeredAt);
+    },
+  };
+}
 
 export function serviceScenarios(
   bodies: Bodies,
