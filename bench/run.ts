@@ -39,7 +39,9 @@ import { summarizeProfile } from './profile.ts';
 import {
   Bodies,
   baselineScenarios,
+  CLOCK_TICKS_PER_SECOND,
   cpuPerRow,
+  cpuTicksOf,
   ENTITY,
   type Measured,
   measure,
@@ -338,6 +340,8 @@ interface WebhookRound {
   lagFromAnswer: { p50: number; p99: number; max: number };
   signaturesVerified: number;
   signaturesInvalid: number;
+  /** CPU the receiver process used during the load, per delivery it got then (it shares the machine). */
+  receiverCpuMsPerDelivery: number;
 }
 
 interface DatabaseRun {
@@ -452,6 +456,7 @@ async function benchWebhooks(
     // What arrived before (the preflight's message among it) is not this run's.
     await receiverDeliveries(receiver);
     created = new Map();
+    const receiverTicks = cpuTicksOf(receiver.pid);
     const loadStart = Date.now();
     const measured = await measure(service.url, scenario, {
       duration: DURATION,
@@ -459,7 +464,12 @@ async function benchWebhooks(
       pid: service.pid,
       databasePids,
     });
-    return { measured, loadStart, loadEnd: Date.now() };
+    return {
+      measured,
+      loadStart,
+      loadEnd: Date.now(),
+      receiverTicks: cpuTicksOf(receiver.pid) - receiverTicks,
+    };
   };
 
   const rounds: WebhookRound[] = [];
@@ -471,7 +481,7 @@ async function benchWebhooks(
       name: round === 1 ? name : `${name} (round ${round})`,
     });
     const plainRun = await load(named(plain, 'intake.single (workers on)'));
-    const { measured, loadStart, loadEnd } = await load(named(subscribed, 'intake.webhook'));
+    const { measured, loadStart, loadEnd, receiverTicks } = await load(named(subscribed, 'intake.webhook'));
     const answered = created;
 
     // Every delivery of this run's records, until each record's message came or the drain time ran out.
@@ -518,6 +528,8 @@ async function benchWebhooks(
       lagFromAnswer: spread(
         firsts.map((delivery) => delivery.receivedAt - answered.get(delivery.recordId!)!),
       ),
+      receiverCpuMsPerDelivery:
+        Math.round(((receiverTicks * 1000) / CLOCK_TICKS_PER_SECOND / Math.max(1, duringLoad)) * 1000) / 1000,
       signaturesVerified: answer.verified - verifiedSoFar,
       signaturesInvalid: answer.invalid - invalidSoFar,
     };
@@ -530,7 +542,7 @@ async function benchWebhooks(
         `${result.deliveriesPerSecondDuringLoad}/s during the load, drain ${result.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} s, ` +
         `lag p50/p99 ${result.lagFromCreated.p50}/${result.lagFromCreated.p99} ms from created_at, ` +
         `${result.lagFromAnswer.p50}/${result.lagFromAnswer.p99} ms from the answer; ` +
-        `signatures ${result.signaturesVerified} verified, ${result.signaturesInvalid} invalid`,
+        `signatures ${result.signaturesVerified} verified, ${result.signaturesInvalid} invalid; receiver ${result.receiverCpuMsPerDelivery} ms CPU per delivery`,
     );
   }
   return rounds;
@@ -853,14 +865,14 @@ function webhookRatio(round: WebhookRound): number {
 /** The deliveries of each webhook round: counts, rates, drain time and lag. */
 function webhookTable(runs: DatabaseRun[]): string[] {
   const lines = [
-    '| database | round | intake req/s plain | with subscription | ratio | records created | delivered | duplicates | missing | deliveries/s during load | deliveries/s to the last | drain s | lag p50 / p99 / max ms (from created_at) | lag p50 / p99 / max ms (from the 201) | signatures verified / invalid |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|',
+    '| database | round | intake req/s plain | with subscription | ratio | records created | delivered | duplicates | missing | deliveries/s during load | deliveries/s to the last | drain s | lag p50 / p99 / max ms (from created_at) | lag p50 / p99 / max ms (from the 201) | signatures verified / invalid | receiver CPU ms/delivery |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|',
   ];
   for (const run of runs) {
     run.webhookRounds.forEach((round, index) => {
       const lag = (l: WebhookRound['lagFromCreated']) => `${l.p50} / ${l.p99} / ${l.max}`;
       lines.push(
-        `| ${run.database} | ${index + 1} | ${round.plain.requestsPerSecond} | ${round.subscribed.requestsPerSecond} | ${pct1(webhookRatio(round))} | ${round.created} | ${round.delivered} | ${round.duplicates} | ${round.missing} | ${round.deliveriesPerSecondDuringLoad} | ${round.deliveriesPerSecondOverall} | ${round.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} | ${lag(round.lagFromCreated)} | ${lag(round.lagFromAnswer)} | ${round.signaturesVerified} / ${round.signaturesInvalid} |`,
+        `| ${run.database} | ${index + 1} | ${round.plain.requestsPerSecond} | ${round.subscribed.requestsPerSecond} | ${pct1(webhookRatio(round))} | ${round.created} | ${round.delivered} | ${round.duplicates} | ${round.missing} | ${round.deliveriesPerSecondDuringLoad} | ${round.deliveriesPerSecondOverall} | ${round.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} | ${lag(round.lagFromCreated)} | ${lag(round.lagFromAnswer)} | ${round.signaturesVerified} / ${round.signaturesInvalid} | ${round.receiverCpuMsPerDelivery} |`,
       );
     });
   }
@@ -872,7 +884,9 @@ function webhookTable(runs: DatabaseRun[]): string[] {
       "repeated `webhook-id`s. Lag is the receiver's clock at receipt minus the record's `created_at` from the " +
       'payload (stamped by the writing statement, before its commit: an upper bound), and minus the moment the ' +
       'load generator read the 201 (after the commit: a lower bound; negative when the message arrived first). ' +
-      `The drain is the time from the end of the load to the last message (at most ${WEBHOOK_DRAIN} s).`,
+      `The drain is the time from the end of the load to the last message (at most ${WEBHOOK_DRAIN} s). ` +
+      'The receiver runs on the same cores as the service and the database: its CPU per delivery is work a ' +
+      'receiver on another machine would not take from the service.',
   );
   return lines;
 }

@@ -154,15 +154,15 @@ export function memoryOf(pid: number): { rss: number; hwm: number } {
   }
 }
 
-let clockTicksPerSecond = 100;
+export let CLOCK_TICKS_PER_SECOND = 100;
 try {
-  clockTicksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 } catch {
   // getconf missing: Linux's usual 100.
 }
 
 function cpuMsOf(pids: number[]): Map<number, number> {
-  return new Map(pids.map((pid) => [pid, (cpuTicksOf(pid) * 1000) / clockTicksPerSecond]));
+  return new Map(pids.map((pid) => [pid, (cpuTicksOf(pid) * 1000) / CLOCK_TICKS_PER_SECOND]));
 }
 
 /** CPU time (user + system, in clock ticks) a process has used so far. */
@@ -259,7 +259,7 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
     clearInterval(sampler);
   }
   peakRss = Math.max(peakRss, memoryOf(options.pid).rss);
-  const serverCpuMs = ((cpuTicksOf(options.pid) - serverCpuBefore) * 1000) / clockTicksPerSecond;
+  const serverCpuMs = ((cpuTicksOf(options.pid) - serverCpuBefore) * 1000) / CLOCK_TICKS_PER_SECOND;
   let databaseCpuMs: number | null = null;
   if (databaseBefore && options.databasePids) {
     // Backends that the pools opened during the run started from nothing.

@@ -83,7 +83,13 @@ const ATTEMPT_COLUMNS = [
 ] as const;
 
 /** The claim statement's common part: due rows (or one row) leased to `claimId`, with their destination. */
-function claimStatement(filter: ReturnType<typeof sql>, limit: number, leaseMs: number, claimId: string) {
+function claimStatement(
+  filter: ReturnType<typeof sql>,
+  limit: number,
+  leaseMs: number,
+  claimId: string,
+  prepared = sql``,
+) {
   return sql<ClaimedMessage>`
     WITH due AS (
       SELECT account_id, id FROM outbound_messages
@@ -102,7 +108,7 @@ function claimStatement(filter: ReturnType<typeof sql>, limit: number, leaseMs: 
     SELECT claimed.*, d.url, d.secret,
       CASE WHEN d.previous_secret_until > now() THEN d.previous_secret END AS previous_secret, d.enabled
     FROM claimed LEFT JOIN webhook_destinations d
-      ON d.account_id = claimed.account_id AND d.id = claimed.destination_id`;
+      ON d.account_id = claimed.account_id AND d.id = claimed.destination_id ${prepared}`;
 }
 
 export function createOutboundRepo(db: Executor) {
@@ -134,7 +140,13 @@ export function createOutboundRepo(db: Executor) {
      * died) makes the row due again.
      */
     async claimDue(limit: number, leaseMs: number, claimId: string) {
-      const result = await claimStatement(sql`next_attempt_at <= now()`, limit, leaseMs, claimId).execute(db);
+      const result = await claimStatement(
+        sql`next_attempt_at <= now()`,
+        limit,
+        leaseMs,
+        claimId,
+        PREPARED,
+      ).execute(db);
       return result.rows;
     },
 
