@@ -13,7 +13,12 @@
  *   BENCH_LATENCY_ROUNDS  back-to-back pairs of baseline.single and intake.single whose median p99 ratio
  *                       makes the p99 verdict (3; 1 measures the pair of the table only)
  *   BENCH_GROWTH=1      seed BENCH_GROWTH_ROWS records (1,000,000) and re-run intake.single and notes.by_email
- *   BENCH_SCENARIOS     comma-separated subset of the service scenarios (all); the baselines always run
+ *   BENCH_SCENARIOS     comma-separated subset of the service scenarios (all); the baselines run when
+ *                       any scenario but intake.webhook does (BENCH_SCENARIOS=intake.webhook runs only
+ *                       the webhook pair: plain intake and intake with a subscription, back to back)
+ *   BENCH_WEBHOOK_ROUNDS  back-to-back pairs of plain intake and intake.webhook (3); the verdict is the
+ *                       median ratio of their req/s
+ *   BENCH_WEBHOOK_DRAIN seconds to wait after the load for the last deliveries (60)
  *   BENCH_PROFILE=1     run the service under `node --cpu-prof`; profiles land in bench/results/tmp/profiles
  *   BENCH_SERVICE_NODE_FLAGS  extra Node flags for the service, space-separated (e.g. `--trace-gc`)
  *   BENCH_SERVICE_OUTPUT  file that receives everything the service prints (appended)
@@ -34,7 +39,9 @@ import { summarizeProfile } from './profile.ts';
 import {
   Bodies,
   baselineScenarios,
+  CLOCK_TICKS_PER_SECOND,
   cpuPerRow,
+  cpuTicksOf,
   ENTITY,
   type Measured,
   measure,
@@ -44,8 +51,10 @@ import {
   type ServiceScenarioName,
   serviceScenarios,
   settle,
+  webhookIntakeScenario,
 } from './scenarios.ts';
 import { seedRecords } from './seed.ts';
+import type { DeliveriesAnswer, Delivery } from './webhook-receiver.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -85,24 +94,31 @@ const GROWTH_ROWS = intSetting('BENCH_GROWTH_ROWS', 1_000_000, 1, 50_000_000);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const SERVICE_EXTRA_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const SERVICE_OUTPUT = process.env.BENCH_SERVICE_OUTPUT || undefined;
-const ALL_SCENARIOS: ServiceScenarioName[] = [
+type ScenarioName = ServiceScenarioName | 'intake.webhook';
+const ALL_SCENARIOS: ScenarioName[] = [
   'intake.single',
   'intake.idempotent',
   's1.intake.form',
   'intake.bulk100',
   'records.get',
   'notes.by_email',
+  'intake.webhook',
 ];
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(','))
   .split(',')
   .map((name) => name.trim())
-  .filter(Boolean) as ServiceScenarioName[];
+  .filter(Boolean) as ScenarioName[];
 for (const name of SCENARIOS) {
   if (!ALL_SCENARIOS.includes(name)) {
     console.error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${ALL_SCENARIOS.join(', ')})`);
     process.exit(2);
   }
 }
+/** Scenarios of the first phase, against the baseline; intake.webhook has a phase of its own. */
+const BASELINE_SCENARIOS = SCENARIOS.filter((name) => name !== 'intake.webhook');
+const WEBHOOK = SCENARIOS.includes('intake.webhook');
+const WEBHOOK_ROUNDS = intSetting('BENCH_WEBHOOK_ROUNDS', 3, 1, 20);
+const WEBHOOK_DRAIN = intSetting('BENCH_WEBHOOK_DRAIN', 60, 1, 600);
 const DB_SETTING = process.env.BENCH_DB ?? 'both';
 if (!['postgres', 'pglite', 'both'].includes(DB_SETTING)) {
   console.error(`BENCH_DB must be postgres, pglite or both, got "${DB_SETTING}"`);
@@ -296,9 +312,42 @@ interface LatencyPair {
   serviceP99: number;
 }
 
+/** One back-to-back pair of plain intake and intake with one webhook subscription, and its deliveries. */
+interface WebhookRound {
+  plain: Measured;
+  subscribed: Measured;
+  /** Records the measured run created (201 answers). */
+  created: number;
+  /** Created records whose message arrived at least once. */
+  delivered: number;
+  /** Deliveries of these records, repeats included. */
+  deliveries: number;
+  distinctWebhookIds: number;
+  /** Deliveries beyond the first of a `webhook-id` (at least once allows them). */
+  duplicates: number;
+  /** Records with more than one distinct `webhook-id` (one subscription: should be none). */
+  recordsWithSeveralMessages: number;
+  missing: number;
+  /** First deliveries received while the load ran, per second of load. */
+  deliveriesPerSecondDuringLoad: number;
+  /** First deliveries per second from the start of the load to the last one. */
+  deliveriesPerSecondOverall: number;
+  /** From the end of the load to the receipt of the last record's message; null if some never came. */
+  drainSeconds: number | null;
+  /** Receipt − the record's `created_at` from the payload (stamped before the commit): an upper bound of the lag. */
+  lagFromCreated: { p50: number; p99: number; max: number };
+  /** Receipt − the load generator's receipt of the 201 (after the commit): a lower bound of the lag. */
+  lagFromAnswer: { p50: number; p99: number; max: number };
+  signaturesVerified: number;
+  signaturesInvalid: number;
+  /** CPU the receiver process used during the load, per delivery it got then (it shares the machine). */
+  receiverCpuMsPerDelivery: number;
+}
+
 interface DatabaseRun {
   database: 'postgres' | 'pglite';
-  baseline: { single: Measured; bulk: Measured };
+  /** Null when only intake.webhook ran. */
+  baseline: { single: Measured; bulk: Measured } | null;
   service: Measured[];
   /**
    * The table's pair first, then the extra rounds (BENCH_LATENCY_ROUNDS): one 10 s run's p99
@@ -307,6 +356,7 @@ interface DatabaseRun {
    */
   latencyPairs: LatencyPair[];
   growth: GrowthRun | null;
+  webhookRounds: WebhookRound[];
   /** VmHWM of the service process(es): the peak resident memory over their whole life. */
   servicePeakRssBytes: number;
   /** VmRSS of the service right after the setup, before any load. */
@@ -342,6 +392,160 @@ async function warmUp(server: Server, scenario: Scenario): Promise<void> {
     clearTimeout(guard);
   }
   await settle(server.pid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhook pair: plain intake and intake with one account webhook subscribed to record.created,
+// back to back on one service process with its workers, and the deliveries a local receiver saw.
+
+async function receiverDeliveries(receiver: Server): Promise<DeliveriesAnswer> {
+  const response = await fetch(`${receiver.url}/deliveries`, { signal: AbortSignal.timeout(30_000) });
+  if (!response.ok) throw new Error(`receiver: ${response.status}`);
+  return (await response.json()) as DeliveriesAnswer;
+}
+
+/** Waits until the receiver got nothing for `quietMs` (messages of a warm-up), at most the drain time. */
+async function waitForQuiet(receiver: Server, quietMs = 2_000): Promise<void> {
+  const deadline = Date.now() + WEBHOOK_DRAIN * 1000;
+  let quietSince = Date.now();
+  while (Date.now() < deadline && Date.now() - quietSince < quietMs) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if ((await receiverDeliveries(receiver)).deliveries.length > 0) quietSince = Date.now();
+  }
+}
+
+/** Nearest-rank p50, p99 and the maximum, rounded to ms. */
+function spread(values: number[]): { p50: number; p99: number; max: number } {
+  if (values.length === 0) return { p50: Number.NaN, p99: Number.NaN, max: Number.NaN };
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) =>
+    Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!);
+  return { p50: at(0.5), p99: at(0.99), max: Math.round(sorted[sorted.length - 1]!) };
+}
+
+async function benchWebhooks(
+  service: Server,
+  receiver: Server,
+  plain: Scenario,
+  setUpAccount: (server: Server, name: string) => Promise<{ id: string; apiKey: string }>,
+  bodies: Bodies,
+  databasePids: (() => Promise<number[]>) | undefined,
+): Promise<WebhookRound[]> {
+  const account = await setUpAccount(service, 'Bench webhooks');
+  const hook = await api(service.url, account.apiKey, 'POST', '/api/v1/settings/webhooks', {
+    url: `${receiver.url}/hook`,
+    events: ['record.created'],
+  });
+  await fetch(`${receiver.url}/secret`, {
+    method: 'POST',
+    body: hook.secret,
+    signal: AbortSignal.timeout(5_000),
+  });
+  console.log(`  webhook pair: account ${account.id}, webhook ${hook.id} → ${receiver.url}/hook`);
+  let created = new Map<string, number>();
+  const subscribed = webhookIntakeScenario(bodies, account.apiKey, (id, answeredAt) =>
+    created.set(id, answeredAt),
+  );
+  await warmUp(service, plain);
+  await warmUp(service, subscribed);
+  await waitForQuiet(receiver);
+
+  const load = async (scenario: Scenario) => {
+    await settle(service.pid);
+    await preflight(service.url, scenario);
+    // What arrived before (the preflight's message among it) is not this run's.
+    await receiverDeliveries(receiver);
+    created = new Map();
+    const receiverTicks = cpuTicksOf(receiver.pid);
+    const loadStart = Date.now();
+    const measured = await measure(service.url, scenario, {
+      duration: DURATION,
+      connections: CONNECTIONS,
+      pid: service.pid,
+      databasePids,
+    });
+    return {
+      measured,
+      loadStart,
+      loadEnd: Date.now(),
+      receiverTicks: cpuTicksOf(receiver.pid) - receiverTicks,
+    };
+  };
+
+  const rounds: WebhookRound[] = [];
+  let verifiedSoFar = 0;
+  let invalidSoFar = 0;
+  for (let round = 1; round <= WEBHOOK_ROUNDS; round++) {
+    const named = (scenario: Scenario, name: string) => ({
+      ...scenario,
+      name: round === 1 ? name : `${name} (round ${round})`,
+    });
+    const plainRun = await load(named(plain, 'intake.single (workers on)'));
+    const { measured, loadStart, loadEnd, receiverTicks } = await load(named(subscribed, 'intake.webhook'));
+    const answered = created;
+
+    // Every delivery of this run's records, until each record's message came or the drain time ran out.
+    const received: Delivery[] = [];
+    const first = new Map<string, Delivery>();
+    const deadline = loadEnd + WEBHOOK_DRAIN * 1000;
+    let answer: DeliveriesAnswer;
+    for (;;) {
+      answer = await receiverDeliveries(receiver);
+      for (const delivery of answer.deliveries) {
+        if (!delivery.recordId || !answered.has(delivery.recordId)) continue;
+        received.push(delivery);
+        const earlier = first.get(delivery.recordId);
+        if (!earlier || delivery.receivedAt < earlier.receivedAt) first.set(delivery.recordId, delivery);
+      }
+      if (first.size >= answered.size || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const idsByRecord = new Map<string, Set<string>>();
+    for (const delivery of received) {
+      const ids = idsByRecord.get(delivery.recordId!) ?? new Set<string>();
+      ids.add(delivery.webhookId);
+      idsByRecord.set(delivery.recordId!, ids);
+    }
+    const distinctWebhookIds = new Set(received.map((delivery) => delivery.webhookId)).size;
+    const firsts = [...first.values()];
+    const lastReceipt = Math.max(loadStart, ...firsts.map((delivery) => delivery.receivedAt));
+    const duringLoad = firsts.filter((delivery) => delivery.receivedAt <= loadEnd).length;
+    const result: WebhookRound = {
+      plain: plainRun.measured,
+      subscribed: measured,
+      created: answered.size,
+      delivered: first.size,
+      deliveries: received.length,
+      distinctWebhookIds,
+      duplicates: received.length - distinctWebhookIds,
+      recordsWithSeveralMessages: [...idsByRecord.values()].filter((ids) => ids.size > 1).length,
+      missing: answered.size - first.size,
+      deliveriesPerSecondDuringLoad: Math.round(duringLoad / ((loadEnd - loadStart) / 1000)),
+      deliveriesPerSecondOverall: Math.round(first.size / Math.max(0.001, (lastReceipt - loadStart) / 1000)),
+      drainSeconds:
+        first.size === answered.size ? Math.round(Math.max(0, lastReceipt - loadEnd) / 100) / 10 : null,
+      lagFromCreated: spread(firsts.map((delivery) => delivery.receivedAt - delivery.createdAt)),
+      lagFromAnswer: spread(
+        firsts.map((delivery) => delivery.receivedAt - answered.get(delivery.recordId!)!),
+      ),
+      receiverCpuMsPerDelivery:
+        Math.round(((receiverTicks * 1000) / CLOCK_TICKS_PER_SECOND / Math.max(1, duringLoad)) * 1000) / 1000,
+      signaturesVerified: answer.verified - verifiedSoFar,
+      signaturesInvalid: answer.invalid - invalidSoFar,
+    };
+    verifiedSoFar = answer.verified;
+    invalidSoFar = answer.invalid;
+    rounds.push(result);
+    console.log(
+      `    round ${round}: ${pct1(measured.requestsPerSecond / plainRun.measured.requestsPerSecond)} of plain intake; ` +
+        `${result.delivered}/${result.created} delivered (${result.duplicates} duplicates, ${result.missing} missing), ` +
+        `${result.deliveriesPerSecondDuringLoad}/s during the load, drain ${result.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} s, ` +
+        `lag p50/p99 ${result.lagFromCreated.p50}/${result.lagFromCreated.p99} ms from created_at, ` +
+        `${result.lagFromAnswer.p50}/${result.lagFromAnswer.p99} ms from the answer; ` +
+        `signatures ${result.signaturesVerified} verified, ${result.signaturesInvalid} invalid; receiver ${result.receiverCpuMsPerDelivery} ms CPU per delivery`,
+    );
+  }
+  return rounds;
 }
 
 async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> {
@@ -380,17 +584,22 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     profiles.push(path.join(profileDir, name));
     return [...flags, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`];
   };
-  const startService = (phase: string) =>
+  /**
+   * `workers`: the service sends outbound messages itself, as `serve` does by default; the
+   * baseline's comparison runs without them (LEADS_RUN_WORKERS=false), the webhook pair with.
+   */
+  const startService = (phase: string, workers = false) =>
     startServer(
-      `service (${kind})`,
+      `service (${kind}${workers ? ', workers' : ''})`,
       ['bin/leads.js', 'serve'],
-      serviceEnv,
+      workers ? { ...serviceEnv, LEADS_RUN_WORKERS: 'true', LEADS_FETCH_ALLOW_PRIVATE: 'true' } : serviceEnv,
       serviceNodeOptions(phase),
       SERVICE_OUTPUT,
     );
 
   let baseline: Server | undefined;
   let service: Server | undefined;
+  let receiver: Server | undefined;
   let servicePeak = 0;
   const run = async (server: Server, scenario: Scenario): Promise<Measured> => {
     await settle(server.pid);
@@ -402,24 +611,31 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       databasePids,
     });
   };
+  /** An account with the bench entity, through the public API as an integration would make it. */
+  const setUpAccount = async (server: Server, name: string) => {
+    const account = await api(server.url, ADMIN_TOKEN, 'POST', '/admin/v1/accounts', {
+      name,
+      modules: ['crm'],
+      rate_limit_per_minute: 1_000_000,
+    });
+    const apiKey: string = account.api_key.key;
+    await api(server.url, apiKey, 'PUT', '/api/v1/settings/entities/lead', ENTITY);
+    return { id: account.id as string, apiKey };
+  };
   try {
-    baseline = await startServer(`baseline (${kind})`, ['bench/baseline-server.ts'], baselineEnv);
+    if (BASELINE_SCENARIOS.length > 0) {
+      baseline = await startServer(`baseline (${kind})`, ['bench/baseline-server.ts'], baselineEnv);
+    }
     // A first start fills Node's compile cache (bin/leads.js), as the first start after an
     // install does; the measured process is a restart, as a running installation's is.
     const priming = await startServer(`service (${kind}, priming)`, ['bin/leads.js', 'serve'], serviceEnv, [
       ...START_NODE_FLAGS,
     ]);
     await stopProcess(priming.process);
-    service = await startService('empty');
+    service = await startService('empty', BASELINE_SCENARIOS.length === 0);
 
-    // Setup through the public API, as an integration would.
-    const account = await api(service.url, ADMIN_TOKEN, 'POST', '/admin/v1/accounts', {
-      name: 'Bench',
-      modules: ['crm'],
-      rate_limit_per_minute: 1_000_000,
-    });
-    const apiKey: string = account.api_key.key;
-    await api(service.url, apiKey, 'PUT', '/api/v1/settings/entities/lead', ENTITY);
+    const account = await setUpAccount(service, 'Bench');
+    const apiKey = account.apiKey;
     const ids: string[] = [];
     const emails: string[] = [];
     for (let made = 0; made < SETUP_RECORDS; made += 100) {
@@ -434,39 +650,63 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       `  setup: account ${account.id}, entity lead, ${ids.length} records; service RSS ${mb(serviceIdle)} MB before load (peak so far ${mb(serviceStartHwm)} MB)`,
     );
 
-    const base = baselineScenarios(bodies, BULK_CONNECTIONS);
     const scenarios = serviceScenarios(bodies, { apiKey, ids, emails, bulkConnections: BULK_CONNECTIONS });
-    // The growth runs start right after the seed's checkpoint (seed.ts); the empty runs start
-    // right after one too, so that both begin at the same point of PostgreSQL's checkpoint cycle.
-    await checkpoint?.();
-    await warmUp(baseline, base.single);
-    await warmUp(service, scenarios['intake.single']);
-
-    // Each service scenario right after its baseline, so that both see the same machine load.
-    const baseSingle = await run(baseline, base.single);
+    let baselineRun: DatabaseRun['baseline'] = null;
     const results: Measured[] = [];
     const latencyPairs: LatencyPair[] = [];
-    for (const name of ['intake.single', 'intake.idempotent', 's1.intake.form'] as const) {
-      if (!SCENARIOS.includes(name)) continue;
-      const measured = await run(service, scenarios[name]);
-      results.push(measured);
-      if (name !== 'intake.single') continue;
-      latencyPairs.push({ baselineP99: baseSingle.p99, serviceP99: measured.p99 });
-      for (let round = 2; round <= LATENCY_ROUNDS; round++) {
-        const again = (scenario: Scenario) => ({ ...scenario, name: `${scenario.name} (round ${round})` });
-        const baselineAgain = await run(baseline, again(base.single));
-        const serviceAgain = await run(service, again(scenarios['intake.single']));
-        latencyPairs.push({ baselineP99: baselineAgain.p99, serviceP99: serviceAgain.p99 });
+    let growth: GrowthRun | null = null;
+    if (baseline) {
+      const base = baselineScenarios(bodies, BULK_CONNECTIONS);
+      // The growth runs start right after the seed's checkpoint (seed.ts); the empty runs start
+      // right after one too, so that both begin at the same point of PostgreSQL's checkpoint cycle.
+      await checkpoint?.();
+      await warmUp(baseline, base.single);
+      await warmUp(service, scenarios['intake.single']);
+
+      // Each service scenario right after its baseline, so that both see the same machine load.
+      const baseSingle = await run(baseline, base.single);
+      for (const name of ['intake.single', 'intake.idempotent', 's1.intake.form'] as const) {
+        if (!SCENARIOS.includes(name)) continue;
+        const measured = await run(service, scenarios[name]);
+        results.push(measured);
+        if (name !== 'intake.single') continue;
+        latencyPairs.push({ baselineP99: baseSingle.p99, serviceP99: measured.p99 });
+        for (let round = 2; round <= LATENCY_ROUNDS; round++) {
+          const again = (scenario: Scenario) => ({ ...scenario, name: `${scenario.name} (round ${round})` });
+          const baselineAgain = await run(baseline, again(base.single));
+          const serviceAgain = await run(service, again(scenarios['intake.single']));
+          latencyPairs.push({ baselineP99: baselineAgain.p99, serviceP99: serviceAgain.p99 });
+        }
       }
-    }
-    const baseBulk = await run(baseline, base.bulk);
-    for (const name of ['intake.bulk100', 'records.get', 'notes.by_email'] as const) {
-      if (SCENARIOS.includes(name)) results.push(await run(service, scenarios[name]));
+      const baseBulk = await run(baseline, base.bulk);
+      for (const name of ['intake.bulk100', 'records.get', 'notes.by_email'] as const) {
+        if (SCENARIOS.includes(name)) results.push(await run(service, scenarios[name]));
+      }
+      baselineRun = { single: baseSingle, bulk: baseBulk };
     }
     servicePeak = memoryOf(service.pid).hwm;
 
-    let growth: GrowthRun | null = null;
-    if (GROWTH) {
+    let webhookRounds: WebhookRound[] = [];
+    if (WEBHOOK) {
+      if (baseline) {
+        // The webhook pair needs the workers (they send); the runs above were measured without.
+        await stopProcess(service.process);
+        service = undefined;
+        service = await startService('webhooks', true);
+      }
+      receiver = await startServer(`webhook receiver (${kind})`, ['bench/webhook-receiver.ts'], {});
+      webhookRounds = await benchWebhooks(
+        service,
+        receiver,
+        scenarios['intake.single'],
+        setUpAccount,
+        bodies,
+        databasePids,
+      );
+      servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+    }
+
+    if (GROWTH && baseline) {
       // The embedded database admits one process: the service stops while the seed writes.
       // It restarts on PostgreSQL too, so that both runs compare a fresh, warmed-up process.
       await stopProcess(service.process);
@@ -486,7 +726,10 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       console.log(`  seeded in ${seeded.seconds} s`);
       service = await startService('grown');
       await warmUp(service, scenarios['intake.single']);
-      const baselineAgain = await run(baseline, { ...base.single, name: 'baseline.single' });
+      const baselineAgain = await run(baseline, {
+        ...baselineScenarios(bodies, BULK_CONNECTIONS).single,
+        name: 'baseline.single',
+      });
       const grown: Measured[] = [];
       for (const name of ['intake.single', 'notes.by_email'] as const) {
         if (SCENARIOS.includes(name)) grown.push(await run(service, scenarios[name]));
@@ -499,13 +742,14 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         results: grown,
       };
     }
-    const baselinePeak = memoryOf(baseline.pid).hwm;
+    const baselinePeak = baseline ? memoryOf(baseline.pid).hwm : 0;
     return {
       database: kind,
-      baseline: { single: baseSingle, bulk: baseBulk },
+      baseline: baselineRun,
       service: results,
       latencyPairs,
       growth,
+      webhookRounds,
       servicePeakRssBytes: servicePeak,
       serviceIdleRssBytes: serviceIdle,
       serviceStartHwmBytes: serviceStartHwm,
@@ -515,10 +759,12 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   } catch (error) {
     if (service) console.error(`service output (tail):\n${service.output().slice(-3_000)}`);
     if (baseline) console.error(`baseline output (tail):\n${baseline.output().slice(-3_000)}`);
+    if (receiver) console.error(`receiver output (tail):\n${receiver.output().slice(-3_000)}`);
     throw error;
   } finally {
     if (service) await stopProcess(service.process);
     if (baseline) await stopProcess(baseline.process);
+    if (receiver) await stopProcess(receiver.process);
     await cleanUpAll();
   }
 }
@@ -538,8 +784,9 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
   const { database } = run;
   const single = run.service.find((m) => m.scenario === 'intake.single');
   const bulk = run.service.find((m) => m.scenario === 'intake.bulk100');
-  if (single) {
-    const rate = single.requestsPerSecond / run.baseline.single.requestsPerSecond;
+  const base = run.baseline;
+  if (single && base) {
+    const rate = single.requestsPerSecond / base.single.requestsPerSecond;
     targets.push({
       database,
       target: "single-record intake ≥ 70% of the baseline's req/s",
@@ -548,7 +795,7 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
     });
     const ratios = run.latencyPairs.map((pair) => pair.serviceP99 / pair.baselineP99);
     const p99 = median(ratios);
-    const tablePair = `${single.p99} vs ${run.baseline.single.p99} ms`;
+    const tablePair = `${single.p99} vs ${base.single.p99} ms`;
     targets.push({
       database,
       target: "single-record intake p99 ≤ 1.5× the baseline's",
@@ -559,13 +806,26 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
       verdict: met(p99 <= 1.5),
     });
   }
-  if (bulk) {
-    const rows = bulk.rowsPerSecond / run.baseline.bulk.rowsPerSecond;
+  if (bulk && base) {
+    const rows = bulk.rowsPerSecond / base.bulk.rowsPerSecond;
     targets.push({
       database,
       target: "bulk ≥ 75% of the baseline's multi-row rows/s",
       value: pct1(rows),
       verdict: met(rows >= 0.75),
+    });
+  }
+  if (run.webhookRounds.length > 0) {
+    const ratios = run.webhookRounds.map((round) => webhookRatio(round));
+    const ratio = median(ratios);
+    targets.push({
+      database,
+      target: 'intake with one webhook subscription ≥ 80% of plain intake req/s',
+      value:
+        ratios.length > 1
+          ? `${pct1(ratio)} (median of ${ratios.length} back-to-back pairs: ${ratios.map(pct1).join(', ')})`
+          : pct1(ratio),
+      verdict: met(ratio >= 0.8),
     });
   }
   if (run.growth) {
@@ -595,6 +855,40 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
     });
   }
   return targets;
+}
+
+/** Intake req/s with the subscription over plain intake's, measured right before it. */
+function webhookRatio(round: WebhookRound): number {
+  return round.subscribed.requestsPerSecond / round.plain.requestsPerSecond;
+}
+
+/** The deliveries of each webhook round: counts, rates, drain time and lag. */
+function webhookTable(runs: DatabaseRun[]): string[] {
+  const lines = [
+    '| database | round | intake req/s plain | with subscription | ratio | records created | delivered | duplicates | missing | deliveries/s during load | deliveries/s to the last | drain s | lag p50 / p99 / max ms (from created_at) | lag p50 / p99 / max ms (from the 201) | signatures verified / invalid | receiver CPU ms/delivery |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|',
+  ];
+  for (const run of runs) {
+    run.webhookRounds.forEach((round, index) => {
+      const lag = (l: WebhookRound['lagFromCreated']) => `${l.p50} / ${l.p99} / ${l.max}`;
+      lines.push(
+        `| ${run.database} | ${index + 1} | ${round.plain.requestsPerSecond} | ${round.subscribed.requestsPerSecond} | ${pct1(webhookRatio(round))} | ${round.created} | ${round.delivered} | ${round.duplicates} | ${round.missing} | ${round.deliveriesPerSecondDuringLoad} | ${round.deliveriesPerSecondOverall} | ${round.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} | ${lag(round.lagFromCreated)} | ${lag(round.lagFromAnswer)} | ${round.signaturesVerified} / ${round.signaturesInvalid} | ${round.receiverCpuMsPerDelivery} |`,
+      );
+    });
+  }
+  lines.push(
+    '',
+    'Webhook rounds: plain single-record intake and the same load into an account with one account webhook ' +
+      'subscribed to `record.created` (a receiver process on 127.0.0.1 answering 200), back to back on one service ' +
+      'process with its workers on. "delivered" counts created records whose message arrived; duplicates are ' +
+      "repeated `webhook-id`s. Lag is the receiver's clock at receipt minus the record's `created_at` from the " +
+      'payload (stamped by the writing statement, before its commit: an upper bound), and minus the moment the ' +
+      'load generator read the 201 (after the commit: a lower bound; negative when the message arrived first). ' +
+      `The drain is the time from the end of the load to the last message (at most ${WEBHOOK_DRAIN} s). ` +
+      'The receiver runs on the same cores as the service and the database: its CPU per delivery is work a ' +
+      'receiver on another machine would not take from the service.',
+  );
+  return lines;
 }
 
 function median(values: number[]): number {
@@ -662,9 +956,12 @@ function report(
         `| ${run.database} | ${m.scenario} | ${m.connections} | ${m.requestsPerSecond} | ${m.rowsPerSecond} | ${m.p50} | ${m.p99} | ${m.errors} | ${m.non2xx} | ${mb(m.peakRssBytes)} | ${cpuPerRow(m)} | ${compared} | ${targetText} |`,
       );
     const base = run.baseline;
-    row(base.single, '', '');
-    row(base.bulk, '', '');
+    if (base) {
+      row(base.single, '', '');
+      row(base.bulk, '', '');
+    }
     for (const m of run.service) {
+      if (!base) break;
       let compared = `${pct(m.requestsPerSecond / base.single.requestsPerSecond)} of baseline.single req/s`;
       let targetText = '';
       if (m.scenario === 'intake.bulk100') {
@@ -676,7 +973,16 @@ function report(
       }
       row(m, compared, targetText);
     }
-    if (run.growth) {
+    const first = run.webhookRounds[0];
+    if (first) {
+      row(first.plain, 'the service with its workers, no subscription', '');
+      row(
+        first.subscribed,
+        `${pct(webhookRatio(first))} of ${first.plain.scenario} req/s (run right before it), p99 ${times(first.subscribed.p99 / first.plain.p99)}, CPU/row ${cpuRatio(first.subscribed, first.plain)}×`,
+        verdicts((t) => t.target.startsWith('intake with one webhook')),
+      );
+    }
+    if (run.growth && base) {
       const growth = run.growth;
       const drift = growth.baselineSingle.requestsPerSecond / base.single.requestsPerSecond;
       const label = (m: Measured) => ({
@@ -698,6 +1004,7 @@ function report(
   }
   lines.push('', '| database | target | value | verdict |', '|---|---|---|---|');
   for (const t of allTargets) lines.push(`| ${t.database} | ${t.target} | ${t.value} | **${t.verdict}** |`);
+  if (runs.some((run) => run.webhookRounds.length > 0)) lines.push('', ...webhookTable(runs));
   lines.push(
     '',
     "Peak server RSS is the service process's VmHWM over its life: " +
@@ -738,7 +1045,8 @@ const budgetSeconds =
   (12 * perScenario +
     2 * (LATENCY_ROUNDS - 1) * perScenario +
     300 +
-    (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0));
+    (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0) +
+    (WEBHOOK ? 3 * perScenario + WEBHOOK_ROUNDS * (2 * perScenario + WEBHOOK_DRAIN + 30) : 0));
 const watchdog = setTimeout(() => {
   console.error(`\nThe bench ran longer than ${Math.round(budgetSeconds)} s: stopping everything.`);
   void cleanUpAll().finally(() => process.exit(1));
@@ -778,6 +1086,9 @@ writeFileSync(
         latencyRounds: LATENCY_ROUNDS,
         growth: GROWTH ? GROWTH_ROWS : null,
         setupRecords: SETUP_RECORDS,
+        scenarios: SCENARIOS,
+        webhookRounds: WEBHOOK ? WEBHOOK_ROUNDS : null,
+        webhookDrain: WEBHOOK_DRAIN,
       },
       runs: runs.map((run) => ({ ...run, targets: targetsOf(run) })),
     },

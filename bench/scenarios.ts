@@ -108,6 +108,8 @@ export interface Scenario {
   connections?: number;
   /** Extra check of the preflight answer (`sent` is the request body); returns what is wrong. */
   check?(body: any, sent: string | undefined): string | undefined;
+  /** Sees every answer of the measured run (not of the warm-up), as it arrives. */
+  onResponse?(status: number, body: string): void;
 }
 
 export interface Measured {
@@ -152,15 +154,15 @@ export function memoryOf(pid: number): { rss: number; hwm: number } {
   }
 }
 
-let clockTicksPerSecond = 100;
+export let CLOCK_TICKS_PER_SECOND = 100;
 try {
-  clockTicksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 } catch {
   // getconf missing: Linux's usual 100.
 }
 
 function cpuMsOf(pids: number[]): Map<number, number> {
-  return new Map(pids.map((pid) => [pid, (cpuTicksOf(pid) * 1000) / clockTicksPerSecond]));
+  return new Map(pids.map((pid) => [pid, (cpuTicksOf(pid) * 1000) / CLOCK_TICKS_PER_SECOND]));
 }
 
 /** CPU time (user + system, in clock ticks) a process has used so far. */
@@ -233,10 +235,11 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
         path: scenario.request.path,
         headers: scenario.request.headers,
         setupRequest: (request) => ({ ...request, ...scenario.request.next() }),
-        ...(countAccepted
+        ...(countAccepted || scenario.onResponse
           ? {
               onResponse: (status: number, body: string) => {
-                if (status < 300) rows += Number(/"accepted":(\d+)/.exec(body)?.[1] ?? 0);
+                if (countAccepted && status < 300) rows += Number(/"accepted":(\d+)/.exec(body)?.[1] ?? 0);
+                scenario.onResponse?.(status, body);
               },
             }
           : {}),
@@ -256,7 +259,7 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
     clearInterval(sampler);
   }
   peakRss = Math.max(peakRss, memoryOf(options.pid).rss);
-  const serverCpuMs = ((cpuTicksOf(options.pid) - serverCpuBefore) * 1000) / clockTicksPerSecond;
+  const serverCpuMs = ((cpuTicksOf(options.pid) - serverCpuBefore) * 1000) / CLOCK_TICKS_PER_SECOND;
   let databaseCpuMs: number | null = null;
   if (databaseBefore && options.databasePids) {
     // Backends that the pools opened during the run started from nothing.
@@ -364,6 +367,35 @@ export type ServiceScenarioName =
   | 's1.intake.form'
   | 'records.get'
   | 'notes.by_email';
+
+/**
+ * Single-record intake into an account with one account webhook subscribed to `record.created`:
+ * the load of `intake.single`; `onCreated` learns each created record's id when its answer arrives.
+ */
+export function webhookIntakeScenario(
+  bodies: Bodies,
+  apiKey: string,
+  onCreated: (recordId: string, answeredAt: number) => void,
+): Scenario {
+  return {
+    name: 'intake.webhook',
+    request: {
+      method: 'POST',
+      path: '/api/v1/records',
+      headers: { authorization: `Bearer ${apiKey}`, ...JSON_TYPE },
+      next: () => ({ body: bodies.record() }),
+    },
+    rows: 'one',
+    expect: [201],
+    check: createdRecord,
+    onResponse: (status, body) => {
+      if (status !== 201) return;
+      const answeredAt = Date.now();
+      const id = (JSON.parse(body) as { id?: unknown }).id;
+      if (typeof id === 'string') onCreated(id, answeredAt);
+    },
+  };
+}
 
 export function serviceScenarios(
   bodies: Bodies,

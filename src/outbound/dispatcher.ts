@@ -1,9 +1,17 @@
 import type { JobLogger } from '../jobs/queue.ts';
+import type { ClaimedMessage } from './outbound.repo.ts';
 import type { OutboundService } from './outbound.service.ts';
 
 export interface DispatcherOptions {
   /** Messages sent at once by this process (16). */
   concurrency?: number;
+  /**
+   * Messages claimed and not yet written back (4 × concurrency): those waiting for a place to
+   * be sent, being sent, and sent with their attempt not yet written. Claims take up to half of
+   * this at once, and a sent message's place is free for the next send while its attempt is
+   * written with others in one statement.
+   */
+  maxUnwritten?: number;
   /** Pause between looks for due messages while none were found (250 ms). */
   idlePollMs?: number;
 }
@@ -19,13 +27,48 @@ export function createDispatcher(
   options: DispatcherOptions = {},
 ) {
   const concurrency = options.concurrency ?? 16;
+  const maxUnwritten = Math.max(concurrency, options.maxUnwritten ?? concurrency * 4);
   const idlePollMs = options.idlePollMs ?? 250;
+  /** Claimed, waiting for a place to be sent. */
+  const waiting: { message: ClaimedMessage; claimId: string }[] = [];
+  /** Sent or being sent, until the attempt is written. */
   const running = new Set<Promise<unknown>>();
+  let sending = 0;
   let timer: NodeJS.Timeout | null = null;
   let started = false;
   let pumping = false;
   let again = false;
   let failures = 0;
+
+  const unwritten = () => waiting.length + running.size;
+
+  /** Starts waiting messages while places are free; keeps going during a stop, so that none is left claimed. */
+  function sendWaiting(): void {
+    while (sending < concurrency && waiting.length > 0) {
+      const { message, claimId } = waiting.shift()!;
+      sending++;
+      let sent = false;
+      const sendOver = () => {
+        if (sent) return;
+        sent = true;
+        sending--;
+        sendWaiting();
+      };
+      const attempt: Promise<unknown> = outbound
+        .deliver(message, claimId, sendOver)
+        .catch((error: unknown) =>
+          // The attempt is not written; the lease runs out and the message is tried again.
+          logger.error({ err: error, messageId: message.id }, 'outbound message attempt not recorded'),
+        )
+        .finally(() => {
+          running.delete(attempt);
+          sendOver();
+          // Refilled in batches: one claim for many free places, not one per finished message.
+          if (unwritten() <= maxUnwritten / 2) setImmediate(() => void pump());
+        });
+      running.add(attempt);
+    }
+  }
 
   async function pump(): Promise<void> {
     if (!started) return;
@@ -37,24 +80,12 @@ export function createDispatcher(
     try {
       do {
         again = false;
-        const free = concurrency - running.size;
+        const free = maxUnwritten - unwritten();
         if (free <= 0) break;
         const { claimId, messages } = await outbound.claimDue(free);
         failures = 0;
-        for (const message of messages) {
-          const sending: Promise<unknown> = outbound
-            .deliver(message, claimId)
-            .catch((error: unknown) =>
-              // The attempt is not written; the lease runs out and the message is tried again.
-              logger.error({ err: error, messageId: message.id }, 'outbound message attempt not recorded'),
-            )
-            .finally(() => {
-              running.delete(sending);
-              // Refilled in batches: one claim for several free places, not one per finished send.
-              if (running.size <= concurrency / 2) setImmediate(() => void pump());
-            });
-          running.add(sending);
-        }
+        for (const message of messages) waiting.push({ message, claimId });
+        sendWaiting();
         if (messages.length === free) again = true;
       } while (again && started);
     } catch (error) {
@@ -88,25 +119,27 @@ export function createDispatcher(
       void pump();
     },
 
-    /** Takes no new messages and waits up to `timeoutMs` for attempts under way. */
+    /** Takes no new messages and waits up to `timeoutMs` for the claimed ones to be sent and written. */
     async stop(timeoutMs = 10_000) {
       started = false;
       outbound.setEnqueuedListener(() => {});
       if (timer) clearTimeout(timer);
-      if (running.size === 0) return;
-      let expired: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...running]),
-        new Promise((resolve) => {
-          expired = setTimeout(resolve, timeoutMs);
-        }),
-      ]);
-      clearTimeout(expired);
+      let expired = false;
+      const deadline = setTimeout(() => {
+        expired = true;
+      }, timeoutMs);
+      while (!expired && running.size > 0) {
+        await Promise.race([
+          Promise.allSettled([...running]),
+          new Promise((resolve) => setTimeout(resolve, 50)),
+        ]);
+      }
+      clearTimeout(deadline);
     },
 
-    /** Attempts under way in this process. */
+    /** Messages claimed by this process and not yet written back. */
     get inFlight() {
-      return running.size;
+      return unwritten();
     },
   };
 }

@@ -43,6 +43,13 @@ export interface GuardedFetcherOptions {
   maxRedirects?: number;
   timeoutMs?: number;
   userAgent?: string;
+  /**
+   * Keeps connections open for reuse, per checked address, by at most this many requests at
+   * once to one origin (webhooks: a new connection per message cost more than the message).
+   * Every request still resolves and checks the address first and goes out only over a
+   * connection to the address it checked. Without it, each request has a connection of its own.
+   */
+  reuseConnections?: number;
 }
 
 export interface OpenedResponse {
@@ -57,7 +64,7 @@ export interface OpenedResponse {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 /** A dispatcher whose every connection goes to the one pinned address, whatever the name says. */
-function pinnedAgent(pinned: ResolvedAddress): Agent {
+function pinnedAgent(pinned: ResolvedAddress, reuse?: { connections: number }): Agent {
   return new Agent({
     connect: {
       lookup: ((
@@ -69,10 +76,20 @@ function pinnedAgent(pinned: ResolvedAddress): Agent {
         else callback(null, pinned.address, pinned.family);
       }) as never,
     },
-    connections: 1,
-    pipelining: 0,
+    // pipelining 0 closes each connection after its request.
+    ...(reuse
+      ? {
+          connections: reuse.connections,
+          pipelining: 1,
+          keepAliveTimeout: 4_000,
+          keepAliveMaxTimeout: 10_000,
+        }
+      : { connections: 1, pipelining: 0 }),
   });
 }
+
+/** Agents kept for reuse: one per checked address, the least recently used closed beyond this many. */
+const MAX_REUSED_AGENTS = 64;
 
 /** Drops a response body; the abort error it then emits is expected, not a failure. */
 function discard(body: Readable): void {
@@ -103,6 +120,29 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
   const maxRedirects = options.maxRedirects ?? 3;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const userAgent = options.userAgent ?? 'Leadline/1.0';
+  const reused = new Map<string, Agent>();
+
+  /** The agent for one checked address: kept for reuse, or one for this request alone. */
+  function agentFor(pinned: ResolvedAddress): { agent: Agent; release: () => Promise<void> } {
+    if (!options.reuseConnections) {
+      const agent = pinnedAgent(pinned);
+      return { agent, release: () => agent.destroy().catch(() => {}) };
+    }
+    const key = `${pinned.family}/${pinned.address}`;
+    let agent = reused.get(key);
+    if (agent) {
+      reused.delete(key);
+    } else {
+      agent = pinnedAgent(pinned, { connections: options.reuseConnections });
+      if (reused.size >= MAX_REUSED_AGENTS) {
+        const [oldestKey, oldest] = reused.entries().next().value!;
+        reused.delete(oldestKey);
+        void oldest.close().catch(() => {});
+      }
+    }
+    reused.set(key, agent);
+    return { agent, release: async () => {} };
+  }
 
   async function hop(
     url: URL,
@@ -116,7 +156,7 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
       if (error instanceof BlockedAddressError) throw new OutboundError('blocked_address', error.message);
       throw new OutboundError('network_error', 'the host name could not be resolved');
     }
-    const agent = pinnedAgent(pinned);
+    const { agent, release } = agentFor(pinned);
     try {
       const response = await undiciRequest(url, {
         dispatcher: agent,
@@ -125,9 +165,9 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
         body: init.body,
         signal,
       });
-      return { response, agent };
+      return { response, release };
     } catch (error) {
-      await agent.destroy().catch(() => {});
+      await release();
       if (signal.aborted) throw new OutboundError('timeout');
       throw new OutboundError('network_error', (error as Error).message);
     }
@@ -155,7 +195,7 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
       const follow = init.followRedirects ?? true;
       try {
         for (let redirects = 0; ; redirects++) {
-          const { response, agent } = await hop(
+          const { response, release } = await hop(
             url,
             { method: init.method ?? 'GET', headers: init.headers ?? {}, body: init.body },
             controller.signal,
@@ -163,15 +203,16 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
           const location = response.headers.location;
           if (follow && REDIRECT_STATUSES.has(response.statusCode) && typeof location === 'string') {
             discard(response.body);
-            await agent.destroy().catch(() => {});
+            await release();
             if (redirects >= maxRedirects) throw new OutboundError('too_many_redirects');
             url = parseUrl(new URL(location, url));
             continue;
           }
           const close = async () => {
             clearTimeout(timer);
-            discard(response.body);
-            await agent.destroy().catch(() => {});
+            // A body read to its end leaves a reused connection open; one cut short closes it.
+            if (!response.body.readableEnded) discard(response.body);
+            await release();
           };
           response.body.on('close', () => clearTimeout(timer));
           return { url, status: response.statusCode, headers: response.headers, body: response.body, close };
@@ -213,6 +254,13 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
         await opened.close();
       }
       return { status: opened.status, headers: opened.headers, body: Buffer.concat(chunks).toString('utf8') };
+    },
+
+    /** Closes the connections kept for reuse. */
+    async close(): Promise<void> {
+      const agents = [...reused.values()];
+      reused.clear();
+      await Promise.all(agents.map((agent) => agent.close().catch(() => {})));
     },
   };
 }

@@ -1,4 +1,12 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 
 /**
  * Standard Webhooks signing (decisions §12): secrets `whsec_` + base64 of 24 random bytes; the
@@ -11,15 +19,24 @@ export function generateWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(24).toString('base64')}`;
 }
 
-function secretBytes(secret: string): Buffer {
-  return Buffer.from(
-    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
-    'base64',
-  );
+/** HMAC keys of secrets used lately: making the key object was a good part of signing's cost. */
+const keys = new Map<string, KeyObject>();
+const MAX_KEYS = 1_000;
+
+function secretKey(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    key = createSecretKey(
+      Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'),
+    );
+    if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value!);
+    keys.set(secret, key);
+  }
+  return key;
 }
 
 export function signatureOf(secret: string, id: string, timestamp: number, body: string): string {
-  const mac = createHmac('sha256', secretBytes(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
+  const mac = createHmac('sha256', secretKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
   return `v1,${mac}`;
 }
 

@@ -51,6 +51,7 @@ describe('guarded fetcher and document download', () => {
   let server: http.Server;
   let port: number;
   let hits: string[];
+  let connections = 0;
   let filesDir: string;
 
   beforeAll(async () => {
@@ -88,6 +89,7 @@ describe('guarded fetcher and document download', () => {
         return res.writeHead(302, { location: `http://127.0.0.2:${port}/files/offer.pdf` }).end();
       res.writeHead(200).end('ok');
     });
+    server.on('connection', () => connections++);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
     filesDir = await mkdtemp(path.join(os.tmpdir(), 'leads-fetch-'));
@@ -243,6 +245,47 @@ describe('guarded fetcher and document download', () => {
       const result = await fetch(`http://files.example:${port}/files/offer.pdf`);
       expect(result.ok).toBe(true);
       expect(hits).toEqual(['/files/offer.pdf']);
+    });
+
+    it('reuses a connection only to the address it checked, and checks the address on every request', async () => {
+      let allowed = true;
+      let resolvesTo = '127.0.0.1';
+      const fetcher = createGuardedFetcher({
+        allowPrivate: false,
+        policy: { allows: (address, p) => allowed && address.startsWith('127.0.0.') && p === port },
+        resolve: async () => [{ address: resolvesTo, family: 4 }],
+        reuseConnections: 1,
+      });
+      try {
+        const before = connections;
+        for (let i = 0; i < 3; i++) {
+          const answer = await fetcher.request(`http://hooks.example:${port}/ok`, {
+            method: 'POST',
+            body: '{}',
+          });
+          expect(answer).toMatchObject({ status: 200, body: 'ok' });
+        }
+        expect(connections - before).toBe(1);
+
+        allowed = false;
+        await expect(
+          fetcher.request(`http://hooks.example:${port}/ok`, { method: 'POST' }),
+        ).rejects.toMatchObject({
+          reason: 'blocked_address',
+        });
+        // The name now points elsewhere (nothing listens there): the open connection to the old
+        // address is not used for it.
+        allowed = true;
+        resolvesTo = '127.0.0.2';
+        await expect(
+          fetcher.request(`http://hooks.example:${port}/ok`, { method: 'POST' }),
+        ).rejects.toMatchObject({
+          reason: 'network_error',
+        });
+        expect(hits).toEqual(['/ok', '/ok', '/ok']);
+      } finally {
+        await fetcher.close();
+      }
     });
 
     it('re-checks every redirect: an allowed server cannot send the fetch to loopback', async () => {

@@ -1,0 +1,105 @@
+/**
+ * The bench's webhook receiver (a child process of `npm run bench`, on 127.0.0.1 only): answers
+ * every delivery 200 at once and records, per delivery, when it arrived, its `webhook-id`, the
+ * record id and the record's `created_at` from the body. One delivery in `SAMPLE` has its
+ * signature verified with the `standardwebhooks` package (the secret is told after the webhook
+ * was created). Its own process, so that neither the load generator nor the service shares its
+ * event loop and the receipt times stay honest.
+ *
+ *   POST /hook          a delivery
+ *   POST /secret        the webhook's secret (body: the secret)
+ *   GET  /deliveries    the deliveries recorded since the last call (and forgets them)
+ *   GET  /health        200
+ */
+import http from 'node:http';
+import { Webhook } from 'standardwebhooks';
+
+export interface Delivery {
+  webhookId: string;
+  recordId: string | null;
+  /** The record's `created_at` (ms since the epoch): stamped by the writing statement, before its commit. */
+  createdAt: number;
+  /** The envelope's `timestamp` (ms): the same statement's clock. */
+  timestamp: number;
+  /** When the request's body had arrived here (ms since the epoch). */
+  receivedAt: number;
+}
+
+export interface DeliveriesAnswer {
+  deliveries: Delivery[];
+  verified: number;
+  invalid: number;
+}
+
+const SAMPLE = 50;
+let verifier: Webhook | null = null;
+let seen = 0;
+let verified = 0;
+let invalid = 0;
+let deliveries: Delivery[] = [];
+
+function readBody(request: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+const server = http.createServer(async (request, response) => {
+  try {
+    if (request.method === 'POST' && request.url === '/hook') {
+      const body = await readBody(request);
+      const receivedAt = Date.now();
+      response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      const webhookId = String(request.headers['webhook-id'] ?? '');
+      if (verifier && seen++ % SAMPLE === 0) {
+        try {
+          verifier.verify(body, request.headers as Record<string, string>);
+          verified++;
+        } catch {
+          invalid++;
+        }
+      }
+      const json = JSON.parse(body) as {
+        timestamp?: string;
+        data?: { record?: { id?: string; created_at?: string } };
+      };
+      deliveries.push({
+        webhookId,
+        recordId: json.data?.record?.id ?? null,
+        createdAt: Date.parse(json.data?.record?.created_at ?? ''),
+        timestamp: Date.parse(json.timestamp ?? ''),
+        receivedAt,
+      });
+      return;
+    }
+    if (request.method === 'POST' && request.url === '/secret') {
+      verifier = new Webhook((await readBody(request)).trim());
+      response.writeHead(204).end();
+      return;
+    }
+    if (request.method === 'GET' && request.url === '/deliveries') {
+      const answer: DeliveriesAnswer = { deliveries, verified, invalid };
+      deliveries = [];
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      return;
+    }
+    if (request.method === 'GET' && request.url === '/health') {
+      response.writeHead(200).end('ok');
+      return;
+    }
+    response.writeHead(404).end();
+  } catch (error) {
+    if (!response.headersSent) response.writeHead(500).end(String(error));
+  }
+});
+server.keepAliveTimeout = 5_000;
+server.listen(Number(process.env.PORT), '127.0.0.1');
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    server.close();
+    server.closeAllConnections();
+  });
+}
