@@ -50,6 +50,8 @@ import { createWorld, type FileServer, startFileServer, stateDigester, type Worl
 const SEED = Number(process.env.CONTRACT_SEED ?? 20_260_501);
 const VALID_RUNS = Number(process.env.CONTRACT_RUNS ?? 100);
 const TEXT_LIMIT = 400;
+/** Logs each operation as it starts and how long it took, to find a slow or stuck one. */
+const TRACE = process.env.CONTRACT_TRACE === '1';
 /** Accepted valid requests kept as bases for breaking rules. */
 const MAX_BASES = 5;
 
@@ -181,8 +183,11 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
     const failures: Failure[] = [];
     const started = Date.now();
     for (const operation of operations) {
+      const operationStarted = Date.now();
+      if (TRACE) console.info(`contract: ${operation.method} ${operation.path} …`);
       try {
         await checkOperation(operation, failures);
+        if (TRACE) console.info(`contract: ${operation.method} ${operation.path} ${Date.now() - operationStarted} ms`);
       } catch (error) {
         failures.push({
           operation: `${operation.method} ${operation.path}`,
