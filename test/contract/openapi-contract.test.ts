@@ -187,7 +187,8 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
       if (TRACE) console.info(`contract: ${operation.method} ${operation.path} …`);
       try {
         await checkOperation(operation, failures);
-        if (TRACE) console.info(`contract: ${operation.method} ${operation.path} ${Date.now() - operationStarted} ms`);
+        if (TRACE)
+          console.info(`contract: ${operation.method} ${operation.path} ${Date.now() - operationStarted} ms`);
       } catch (error) {
         failures.push({
           operation: `${operation.method} ${operation.path}`,

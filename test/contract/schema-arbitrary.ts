@@ -140,7 +140,8 @@ export class SchemaArbitraries {
     const b = this.resolve(second);
     if (Array.isArray(b.enum)) return { enum: b.enum.filter((value: unknown) => this.isValid(a, value)) };
     const merged: JsonSchema = { ...a, ...b };
-    if (a.required || b.required) merged.required = [...new Set([...(a.required ?? []), ...(b.required ?? [])])];
+    if (a.required || b.required)
+      merged.required = [...new Set([...(a.required ?? []), ...(b.required ?? [])])];
     if (a.properties && b.properties) {
       merged.properties = { ...a.properties };
       for (const [key, schema] of Object.entries(b.properties as Record<string, JsonSchema>)) {
@@ -389,10 +390,7 @@ export class SchemaArbitraries {
         return fitting.length > 0 ? fc.constantFrom(...fitting).map((value) => [key, value] as const) : null;
       })
       .filter((entry) => entry !== null);
-    const randomEntry = fc.tuple(
-      fc.string({ minLength: 1, maxLength: 12 }).filter(free),
-      valueArbitrary,
-    );
+    const randomEntry = fc.tuple(fc.string({ minLength: 1, maxLength: 12 }).filter(free), valueArbitrary);
     const entry =
       hinted.length > 0 ? fc.oneof({ weight: 2, arbitrary: fc.oneof(...hinted) }, randomEntry) : randomEntry;
     const room = Math.min(4, maxProperties - Object.keys(properties).length);
@@ -435,7 +433,8 @@ export class SchemaArbitraries {
         });
         const branch = branches.find((b) => this.isValid(b, value));
         const { anyOf: _anyOf, oneOf: _oneOf, description: _description, ...around } = schema;
-        if (branch && Object.keys(around).length > 0) walkInner(this.merge(around, branch), value, path, isWire, true);
+        if (branch && Object.keys(around).length > 0)
+          walkInner(this.merge(around, branch), value, path, isWire, true);
         else if (branch) walkInner(this.resolve(branch), value, path, isWire, false);
         return;
       }
