@@ -31,6 +31,12 @@ export interface Mutation {
   value: unknown;
 }
 
+/** An `if`/`then` pair of a schema. */
+interface Condition {
+  condition: JsonSchema;
+  consequence: JsonSchema;
+}
+
 export interface ArbitraryOptions {
   /** Every declared property present and hinted values preferred: the base for mutations. */
   full?: boolean;
@@ -152,11 +158,11 @@ export class SchemaArbitraries {
   }
 
   /** The schema without its `allOf`, merged into it; `if`/`then` pairs kept aside as conditions. */
-  #flatten(schema: JsonSchema): { schema: JsonSchema; conditions: { if: JsonSchema; then: JsonSchema }[] } {
-    const conditions: { if: JsonSchema; then: JsonSchema }[] = [];
+  #flatten(schema: JsonSchema): { schema: JsonSchema; conditions: Condition[] } {
+    const conditions: Condition[] = [];
     const { allOf, if: condition, then: consequence, ...rest } = schema;
     let flat: JsonSchema = rest;
-    if (condition !== undefined) conditions.push({ if: condition, then: consequence ?? {} });
+    if (condition !== undefined) conditions.push({ condition, consequence: consequence ?? {} });
     for (const part of (allOf ?? []) as JsonSchema[]) {
       const inner = this.#flatten(this.resolve(part));
       flat = this.merge(flat, inner.schema);
@@ -203,7 +209,7 @@ export class SchemaArbitraries {
       const base = this.#core(flat, path, name, options);
       if (conditions.length === 0) return base;
       return base.chain((value) => {
-        const met = conditions.filter((c) => this.isValid(c.if, value)).map((c) => this.resolve(c.then));
+        const met = conditions.filter((c) => this.isValid(c.condition, value)).map((c) => this.resolve(c.consequence));
         if (met.length === 0 || value === null || typeof value !== 'object' || Array.isArray(value)) {
           return fc.constant(value);
         }
