@@ -209,7 +209,9 @@ export class SchemaArbitraries {
       const base = this.#core(flat, path, name, options);
       if (conditions.length === 0) return base;
       return base.chain((value) => {
-        const met = conditions.filter((c) => this.isValid(c.condition, value)).map((c) => this.resolve(c.consequence));
+        const met = conditions
+          .filter((c) => this.isValid(c.condition, value))
+          .map((c) => this.resolve(c.consequence));
         if (met.length === 0 || value === null || typeof value !== 'object' || Array.isArray(value)) {
           return fc.constant(value);
         }
