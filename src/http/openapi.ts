@@ -99,6 +99,13 @@ const ERROR_SCHEMAS = {
   ),
 };
 
+/**
+ * What every validated operation may refuse beside its schemas: text PostgreSQL cannot store,
+ * anywhere in the request (decisions: HTTP conventions).
+ */
+export const UNPROCESSABLE =
+  'The request has invalid values (details name them). Text holding the NUL character or an unpaired UTF-16 surrogate is refused wherever it appears (reason `invalid_characters`), and so is a JSON number beyond a double (reason `out_of_range`).';
+
 type Operation = {
   security?: Record<string, string[]>[];
   parameters?: { in: string; name: string }[];
@@ -129,7 +136,7 @@ function completeOperation(path: string, operation: Operation): void {
     responses[status] ??= errorResponse(description, s1 ? 'S1Error' : s2Schema, headers);
   };
   if (authenticated) error('401', 'Missing, unknown or revoked credential', 'S2Unauthorized');
-  if (validated) error('422', 'The request has invalid values (details name them)', 'S2Unprocessable');
+  if (validated) error('422', UNPROCESSABLE, 'S2Unprocessable');
   if (idempotent) error('400', 'The idempotency key is not 1–255 printable characters', 'S2BadRequest');
   if (metered) {
     error('429', 'Over the account’s rate limit', 'S2RateLimited', {

@@ -81,7 +81,8 @@ export function buildTypedValidator(externalSchemas: unknown, options: { customO
   const converting = buildAjv(externalSchemas, options);
   const strict = buildAjv(externalSchemas, {
     ...options,
-    customOptions: { ...options.customOptions, coerceTypes: false },
+    // Verbose errors carry the failing value, so that an enum refusing `42` reads as a wrong type.
+    customOptions: { ...options.customOptions, coerceTypes: false, verbose: true },
   });
   return (route) =>
     route.httpPart === 'body' ? typedBody(strict(route), converting(route)) : converting(route);

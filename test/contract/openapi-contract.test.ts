@@ -92,7 +92,11 @@ function operationsOf(doc: OpenApiDoc): Operation[] {
         properties[location] = {
           type: 'object',
           properties: Object.fromEntries(
-            parameters.map((p) => [location === 'header' ? p.name.toLowerCase() : p.name, p.schema]),
+            // The document carries a parameter's words on the parameter, not on its schema.
+            parameters.map((p) => [
+              location === 'header' ? p.name.toLowerCase() : p.name,
+              p.description === undefined ? p.schema : { ...p.schema, description: p.description },
+            ]),
           ),
           required: parameters
             .filter((p) => p.required || location === 'path')
@@ -497,7 +501,8 @@ function locate(schema: JsonSchema, key: string, components: Record<string, Json
   for (const segment of key.split('.')) {
     current = resolve(current ?? {});
     const branches: JsonSchema[] | undefined = current.anyOf ?? current.oneOf;
-    if (branches) {
+    // Branches beside declared properties only add constraints (e.g. one of two keys required).
+    if (branches && !current.properties?.[segment]) {
       current = branches.map(resolve).find((b) => b.properties?.[segment] || b.items) ?? branches[0];
       current = resolve(current ?? {});
     }
@@ -554,7 +559,18 @@ function validRefusals(
     case 422: {
       if (code === 'idempotency_key_reused' && hasIdempotencyKey) return [];
       if (keys.length === 0) return [`a schema-valid request was refused with ${label}, naming no key`];
-      const unstated = keys.filter(({ key }) => {
+      // Text the database cannot store, where the document states that rule for the operation
+      // and the named value really holds such text.
+      const unstorableStated = /invalid_characters/.test(
+        operation.spec.responses?.['422']?.description ?? '',
+      );
+      const unstated = keys.filter(({ key, reason }) => {
+        if (
+          unstorableStated &&
+          (reason === undefined || reason === 'invalid_characters') &&
+          holdsUnstorableText(request, key)
+        )
+          return false;
         const candidates: JsonSchema[] = [
           operation.requestSchema.properties?.body ?? {},
           operation.requestSchema.properties?.query ?? {},
@@ -578,6 +594,19 @@ function validRefusals(
     default:
       return [`a schema-valid request was refused with ${label}`];
   }
+}
+
+/** Whether the request's value at a 422 detail key holds NUL or an unpaired surrogate. */
+function holdsUnstorableText(request: GeneratedRequest, key: string): boolean {
+  const path = key.split('.');
+  const values = [request.body, request.query, request.path].map((root) => {
+    let current: any = root;
+    for (const segment of path) current = current?.[segment];
+    return current;
+  });
+  return values.some(
+    (value) => typeof value === 'string' && (value.includes('\u0000') || !value.isWellFormed()),
+  );
 }
 
 /** Why the answer to a request that breaks one stated rule breaks the contract, or undefined. */
