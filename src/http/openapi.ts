@@ -155,6 +155,22 @@ function completeOperation(path: string, operation: Operation): void {
   }
 }
 
+/**
+ * @fastify/swagger writes a `patternProperties` as `additionalProperties` (an OpenAPI 3.0
+ * workaround), which would state that every other key follows the pattern's schema. The
+ * keyword is hidden from it under this name and put back in the finished document (3.1 has it).
+ */
+const HIDDEN_PATTERN_PROPERTIES = 'x-leadline-pattern-properties';
+
+/** A copy of a schema with every key `from` renamed `to` (only where one occurs). */
+function renameKeyword(value: unknown, from: string, to: string): unknown {
+  if (Array.isArray(value)) return value.map((item) => renameKeyword(item, from, to));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [key === from ? to : key, renameKeyword(inner, from, to)]),
+  );
+}
+
 /** `createRecord`-like names from the method and path, for an operation that names none. */
 function derivedOperationId(method: string, url: string): string {
   const words = url
@@ -216,13 +232,31 @@ export function openapiOptions(): SwaggerOptions {
       const method = Array.isArray(route.method) ? route.method[0]! : route.method;
       const operationId =
         (schema as { operationId?: string } | undefined)?.operationId ?? derivedOperationId(method, url);
-      return { schema: { ...schema, security, operationId } as typeof schema, url };
+      const body = (schema as { body?: unknown } | undefined)?.body;
+      const hidden =
+        body !== undefined && JSON.stringify(body).includes('"patternProperties"')
+          ? { body: renameKeyword(body, 'patternProperties', HIDDEN_PATTERN_PROPERTIES) }
+          : {};
+      return { schema: { ...schema, ...hidden, security, operationId } as typeof schema, url };
     },
     transformObject: (document) => {
       const openapiObject = (document as { openapiObject: { paths?: Record<string, object> } }).openapiObject;
       for (const [path, methods] of Object.entries(openapiObject.paths ?? {})) {
-        for (const operation of Object.values(methods as Record<string, Operation>)) {
+        for (const [method, operation] of Object.entries(methods as Record<string, Operation>)) {
           completeOperation(path, operation);
+          if (
+            operation.requestBody !== undefined &&
+            JSON.stringify(operation.requestBody).includes(HIDDEN_PATTERN_PROPERTIES)
+          ) {
+            (methods as Record<string, Operation>)[method] = {
+              ...operation,
+              requestBody: renameKeyword(
+                operation.requestBody,
+                HIDDEN_PATTERN_PROPERTIES,
+                'patternProperties',
+              ),
+            };
+          }
         }
       }
       return openapiObject as never;
