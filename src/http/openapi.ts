@@ -162,14 +162,29 @@ function completeOperation(path: string, operation: Operation): void {
  */
 const HIDDEN_PATTERN_PROPERTIES = 'x-leadline-pattern-properties';
 
-/** A copy of a schema with every key `from` renamed `to` (only where one occurs). */
-function renameKeyword(value: unknown, from: string, to: string): unknown {
-  if (Array.isArray(value)) return value.map((item) => renameKeyword(item, from, to));
+/**
+ * A copy of a schema with the keyword `from` renamed `to` wherever `applies` says so. A record
+ * of free keys (TypeBox writes `patternProperties: {"^.*$": …}`) is left to the rewrite, which
+ * says the same thing as `additionalProperties`.
+ */
+function renameKeyword(
+  value: unknown,
+  from: string,
+  to: string,
+  applies: (inner: unknown) => boolean = () => true,
+): unknown {
+  if (Array.isArray(value)) return value.map((item) => renameKeyword(item, from, to, applies));
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(
-    Object.entries(value).map(([key, inner]) => [key === from ? to : key, renameKeyword(inner, from, to)]),
+    Object.entries(value).map(([key, inner]) => [
+      key === from && applies(inner) ? to : key,
+      renameKeyword(inner, from, to, applies),
+    ]),
   );
 }
+
+const isCatchAll = (patterns: unknown) =>
+  patterns !== null && typeof patterns === 'object' && Object.keys(patterns).every((p) => p === '^.*$');
 
 /** `createRecord`-like names from the method and path, for an operation that names none. */
 function derivedOperationId(method: string, url: string): string {
@@ -235,7 +250,14 @@ export function openapiOptions(): SwaggerOptions {
       const body = (schema as { body?: unknown } | undefined)?.body;
       const hidden =
         body !== undefined && JSON.stringify(body).includes('"patternProperties"')
-          ? { body: renameKeyword(body, 'patternProperties', HIDDEN_PATTERN_PROPERTIES) }
+          ? {
+              body: renameKeyword(
+                body,
+                'patternProperties',
+                HIDDEN_PATTERN_PROPERTIES,
+                (patterns) => !isCatchAll(patterns),
+              ),
+            }
           : {};
       return { schema: { ...schema, ...hidden, security, operationId } as typeof schema, url };
     },

@@ -52,6 +52,8 @@ const VALID_RUNS = Number(process.env.CONTRACT_RUNS ?? 100);
 const TEXT_LIMIT = 400;
 /** Logs each operation as it starts and how long it took, to find a slow or stuck one. */
 const TRACE = process.env.CONTRACT_TRACE === '1';
+/** Only the operations whose `METHOD /path` contains this text (to replay one quickly). */
+const ONLY = process.env.CONTRACT_ONLY;
 /** Accepted valid requests kept as bases for breaking rules. */
 const MAX_BASES = 5;
 
@@ -182,8 +184,9 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
   });
 
   it('agree on every operation, for valid requests and for requests that break one stated rule', async () => {
-    const operations = operationsOf(doc);
-    expect(operations.length).toBeGreaterThan(10);
+    const all = operationsOf(doc);
+    expect(all.length).toBeGreaterThan(10);
+    const operations = ONLY ? all.filter((o) => `${o.method} ${o.path}`.includes(ONLY)) : all;
     const failures: Failure[] = [];
     const started = Date.now();
     for (const operation of operations) {
@@ -333,6 +336,8 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
       mediaTypeMatches(type, 'application/x-www-form-urlencoded'),
     );
     const statuses = new Map<string, number>();
+    /** Why valid requests were refused, to see how much of each operation's happy path is reached. */
+    const refusals = new Map<string, number>();
     const accepted: GeneratedRequest[] = [];
     let unauthorizedWithoutSecurity = 0;
     const sendValid = async (
@@ -346,6 +351,11 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
       });
       const status = sent.response.statusCode;
       statuses.set(String(status), (statuses.get(String(status)) ?? 0) + 1);
+      if (status >= 400) {
+        const { code, keys } = errorBodyOf(sent.response);
+        const why = `${status} ${code ?? ''} ${keys.map((k) => `${k.key.replace(/\.\d+(?=\.|$)/g, '.*')}${k.reason ? `:${k.reason}` : ''}`).join(',')}`;
+        refusals.set(why, (refusals.get(why) ?? 0) + 1);
+      }
       const documented = documentProblem(sent);
       const problems = documented
         ? [documented]
@@ -395,7 +405,15 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
     const fullReplay = `every optional part: base seed=${seed}`;
     const fullAccepted = (await sendValid(full, 'valid request, every optional part', fullReplay)) < 300;
     summaries.push(
-      `${name}: valid answers ${[...statuses].map(([status, count]) => `${status}×${count}`).join(' ')}`,
+      `${name}: valid answers ${[...statuses].map(([status, count]) => `${status}×${count}`).join(' ')}${
+        refusals.size > 0
+          ? `; most refused for ${[...refusals]
+              .sort((a, b) => b[1] - a[1])
+              .slice(0, 3)
+              .map(([why, count]) => `${clip(why.trim()).slice(0, 80)} ×${count}`)
+              .join(' | ')}`
+          : ''
+      }`,
     );
     if (unauthorizedWithoutSecurity > 0 && accepted.length === 0) return; // reported above; nothing else can be learned
 

@@ -84,6 +84,29 @@ export function setAt(root: unknown, path: PathSegment[], value: unknown): unkno
   return copy;
 }
 
+/**
+ * `arbitrary.filter(predicate)` that fails loudly after MAX_REJECTED_IN_A_ROW refused values in
+ * a row, instead of filtering for ever (fast-check's filter retries without end).
+ */
+function bounded<T>(
+  arbitrary: fc.Arbitrary<T>,
+  predicate: (value: T) => boolean,
+  why: (value: T) => string,
+): fc.Arbitrary<T> {
+  let rejectedInARow = 0;
+  return arbitrary.filter((value) => {
+    if (predicate(value)) {
+      rejectedInARow = 0;
+      return true;
+    }
+    if (++rejectedInARow >= MAX_REJECTED_IN_A_ROW) {
+      rejectedInARow = 0;
+      throw new Error(`the generator made ${MAX_REJECTED_IN_A_ROW} values in a row that ${why(value)}`);
+    }
+    return false;
+  });
+}
+
 export class SchemaArbitraries {
   readonly #ajv: Ajv2020;
   readonly #components: Record<string, JsonSchema>;
@@ -121,20 +144,12 @@ export class SchemaArbitraries {
    * MAX_REJECTED_IN_A_ROW generated values, instead of filtering for ever.
    */
   arbitrary(schema: JsonSchema, options: ArbitraryOptions = {}): fc.Arbitrary<unknown> {
-    let rejectedInARow = 0;
-    return this.#arbitrary(schema, [], undefined, options).filter((value) => {
-      if (this.isValid(schema, value)) {
-        rejectedInARow = 0;
-        return true;
-      }
-      if (++rejectedInARow >= MAX_REJECTED_IN_A_ROW) {
-        const errors = JSON.stringify(this.#validators.get(schema)?.errors?.slice(0, 3));
-        throw new Error(
-          `the generator made ${MAX_REJECTED_IN_A_ROW} values in a row that the schema refuses, e.g. ${JSON.stringify(value)?.slice(0, 300)}: ${errors}`,
-        );
-      }
-      return false;
-    });
+    return bounded(
+      this.#arbitrary(schema, [], undefined, options),
+      (value) => this.isValid(schema, value),
+      (value) =>
+        `the schema refuses, e.g. ${JSON.stringify(value)?.slice(0, 300)}: ${JSON.stringify(this.#validators.get(schema)?.errors?.slice(0, 3))}`,
+    );
   }
 
   /**
@@ -231,7 +246,11 @@ export class SchemaArbitraries {
     if (schema.not) {
       const { not: excluded, ...rest } = schema;
       // `not: {}` admits nothing; a property so marked is never generated (see #object).
-      return this.#core(rest, path, name, options).filter((value) => !this.isValid(excluded, value));
+      return bounded(
+        this.#core(rest, path, name, options),
+        (value) => !this.isValid(excluded, value),
+        () => `a \`not\` at ${path.join('.')} refuses`,
+      );
     }
     if (schema.const !== undefined) return fc.constant(schema.const);
     if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum);
@@ -365,7 +384,7 @@ export class SchemaArbitraries {
         );
       }
     }
-    return arbitrary.filter(fits);
+    return bounded(arbitrary, fits, (value) => `the length bounds refuse (${[...value].length} characters)`);
   }
 
   #object(schema: JsonSchema, path: PathSegment[], options: ArbitraryOptions): fc.Arbitrary<unknown> {
@@ -384,21 +403,40 @@ export class SchemaArbitraries {
     if (options.full && Object.keys(properties).length > 0) return declared;
     const additionalSchema: JsonSchema | undefined =
       typeof additional === 'object' && Object.keys(additional).length > 0 ? additional : undefined;
-    const valueArbitrary = additionalSchema
-      ? this.#arbitrary(additionalSchema, [...path, '*'], undefined, options)
-      : fc.jsonValue({ maxDepth: 2 });
+    // A key a `patternProperties` pattern matches takes that pattern's schema, any other key
+    // the `additionalProperties` one.
+    const patterns = Object.entries((schema.patternProperties ?? {}) as Record<string, JsonSchema>).map(
+      ([pattern, patternSchema]) => ({ pattern: new RegExp(pattern, 'u'), schema: patternSchema }),
+    );
+    const schemaOfKey = (key: string): JsonSchema | undefined =>
+      patterns.find(({ pattern }) => pattern.test(key))?.schema ?? additionalSchema;
+    const valueArbitraries = new Map<JsonSchema | undefined, fc.Arbitrary<unknown>>();
+    const valueFor = (key: string): fc.Arbitrary<unknown> => {
+      const keySchema = schemaOfKey(key);
+      let arbitrary = valueArbitraries.get(keySchema);
+      if (!arbitrary) {
+        arbitrary = keySchema
+          ? this.#arbitrary(keySchema, [...path, '*'], undefined, options)
+          : fc.jsonValue({ maxDepth: 2 });
+        valueArbitraries.set(keySchema, arbitrary);
+      }
+      return arbitrary;
+    };
     const taken = new Set(Object.keys(properties));
-    // Keys a `patternProperties` rule governs are left to that rule's own tests.
-    const patterns = Object.keys(schema.patternProperties ?? {}).map((pattern) => new RegExp(pattern, 'u'));
-    const free = (key: string) => !taken.has(key) && !patterns.some((pattern) => pattern.test(key));
+    const free = (key: string) => !taken.has(key);
     const hinted = Object.entries(this.#hints.freeForm)
       .filter(([key]) => free(key))
       .map(([key, values]) => {
-        const fitting = additionalSchema ? values.filter((v) => this.isValid(additionalSchema, v)) : values;
+        const keySchema = schemaOfKey(key);
+        const fitting = keySchema ? values.filter((v) => this.isValid(keySchema, v)) : values;
         return fitting.length > 0 ? fc.constantFrom(...fitting).map((value) => [key, value] as const) : null;
       })
       .filter((entry) => entry !== null);
-    const randomEntry = fc.tuple(fc.string({ minLength: 1, maxLength: 12 }).filter(free), valueArbitrary);
+    const randomEntry = bounded(
+      fc.string({ minLength: 1, maxLength: 12 }),
+      free,
+      () => `keys at ${path.join('.')} are taken`,
+    ).chain((key) => valueFor(key).map((value) => [key, value] as const));
     const entry =
       hinted.length > 0 ? fc.oneof({ weight: 2, arbitrary: fc.oneof(...hinted) }, randomEntry) : randomEntry;
     const room = Math.min(4, maxProperties - Object.keys(properties).length);

@@ -192,6 +192,7 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
       leads: created.id,
       documents: documentId,
       webhooks: webhook.id,
+      entities: 'lead',
     },
     hints: {
       values: {
@@ -204,6 +205,7 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
         pipeline: ['Sales'],
         field: ['contract', 'attachments'],
         assignee: [user.id, 'agent@example.com'],
+        viewers: [[user.id], 'agent@example.com', ['agent@example.com', user.id]],
         fields: [['first_name', 'message'], { first_name: 'Ada', budget: 1200 }],
         modules: [['crm', 'distribution', 'booking']],
         rate_limit_per_minute: [1_000_000],
