@@ -24,6 +24,8 @@ const FORM = 'application/x-www-form-urlencoded';
  * document lists forms only on the intake routes (decisions: HTTP conventions).
  */
 export function refuseUnlistedForm(request: FastifyRequest): void {
+  // An address without a route stays 404, whatever its body.
+  if (request.routeOptions.url === undefined) return;
   if (request.mediaType === FORM && request.routeOptions.config?.acceptsForm !== true) {
     throw new AppError('unsupported_media_type');
   }

@@ -406,6 +406,19 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       expect(response.json()).toEqual({ error: 'unsupported_media_type' });
       const after = await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: account.apiKey });
       expect(after.json()).toEqual(before.json());
+      const form = (method: 'POST' | 'PATCH', url: string) =>
+        t.request({
+          method,
+          url,
+          key: account.apiKey,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: 'first_name=Ann',
+        });
+      const s1 = await form('PATCH', `/api/leads/${recordId}`);
+      expect(s1.statusCode).toBe(415);
+      expect(s1.json()).toMatchObject({ status: 'error' });
+      // An address without a route stays 404, whatever its body.
+      expect((await form('POST', '/api/v1/nowhere')).statusCode).toBe(404);
     });
   });
 
