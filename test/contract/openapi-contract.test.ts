@@ -519,10 +519,13 @@ function locate(schema: JsonSchema, key: string, components: Record<string, Json
   for (const segment of key.split('.')) {
     current = resolve(current ?? {});
     const branches: JsonSchema[] | undefined = current.anyOf ?? current.oneOf;
-    // Branches beside declared properties only add constraints (e.g. one of two keys required).
+    // The branch that declares the key; branches that only add constraints beside the schema's
+    // own properties (e.g. one of two keys required) leave the schema as it is.
     if (branches && !current.properties?.[segment]) {
-      current = branches.map(resolve).find((b) => b.properties?.[segment] || b.items) ?? branches[0];
-      current = resolve(current ?? {});
+      const declaring = branches.map(resolve).find((b) => b.properties?.[segment] || b.items);
+      const shapeless = !current.type && !current.properties && current.additionalProperties === undefined;
+      if (declaring) current = declaring;
+      else if (shapeless) current = resolve(branches[0] ?? {});
     }
     if (current.properties?.[segment]) current = current.properties[segment];
     else if (/^\d+$/.test(segment) && current.items) current = current.items;
