@@ -11,7 +11,7 @@ import { openapiOptions } from './http/openapi.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
-import { markFormBody, typedValidatorFactory } from './http/validation.ts';
+import { markFormBody, refuseUnlistedForm, typedValidatorFactory } from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
@@ -83,6 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Only JSON and forms are request encodings here; anything else is 415.
   app.removeContentTypeParser('text/plain');
   await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
+  app.addHook('preParsing', async (request) => refuseUnlistedForm(request));
   app.decorateRequest('entryProblems', null);
   app.addHook('preValidation', async (request) => markFormBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));

@@ -27,6 +27,29 @@ export interface AjvError {
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
+  schemaPath?: string;
+  /** The failing value; present where the validator runs verbose (typed JSON bodies). */
+  data?: unknown;
+}
+
+function jsonTypeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/**
+ * An `enum` or `const` failure whose value has none of the listed values' JSON types is a
+ * wrong type (reason `invalid_type`), like a `type` failure: `42` where text is listed.
+ */
+function asTypeFailure(error: AjvError): AjvError {
+  if (!('data' in error) || (error.keyword !== 'enum' && error.keyword !== 'const')) return error;
+  const listed = error.keyword === 'enum' ? error.params?.allowedValues : [error.params?.allowedValue];
+  if (!Array.isArray(listed)) return error;
+  const types = new Set(listed.map(jsonTypeOf));
+  if (types.has(jsonTypeOf(error.data))) return error;
+  const type = [...types].join(' or ');
+  return { ...error, keyword: 'type', params: { ...error.params, type }, message: `must be ${type}` };
 }
 
 /**
@@ -48,8 +71,18 @@ function collapseAlternatives(errors: AjvError[]): AjvError[] {
     const names = branches.map((error) => String(error.params?.missingProperty));
     return [{ ...branches[0], message: `give ${[...new Set(names)].join(' or ')}` }];
   }
-  if (branches.every((error) => error.keyword === 'type')) {
-    const types = branches.map((error) => String(error.params?.type));
+  // Every branch refused the value's JSON type (a branch may also report its enum after that).
+  const branchOf = (error: AjvError) =>
+    (error.schemaPath ?? '').slice((last.schemaPath ?? '').length).split('/')[1];
+  const branchCount = new Set(branches.map(branchOf)).size;
+  const typeFailures = branches.filter((error) => error.keyword === 'type');
+  if (
+    typeFailures.length > 0 &&
+    (last.schemaPath === undefined
+      ? typeFailures.length === branches.length
+      : new Set(typeFailures.map(branchOf)).size === branchCount)
+  ) {
+    const types = typeFailures.map((error) => String(error.params?.type));
     return [{ ...last, keyword: 'type', message: `must be ${[...new Set(types)].join(' or ')}` }];
   }
   return [last];
@@ -58,34 +91,36 @@ function collapseAlternatives(errors: AjvError[]): AjvError[] {
 /** Details of schema failures, from Ajv's errors or TypeBox's (which name `requiredProperties`). */
 export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
   // An `if` only says that its `then` failed, which has its own error.
-  return collapseAlternatives(errors.filter((error) => error.keyword !== 'if')).map((error) => {
-    const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
-    const required = error.params?.requiredProperties;
-    const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
-    const key = typeof missing === 'string' ? (path ? `${path}.${missing}` : missing) : path || 'body';
-    let reason = 'invalid_value';
-    if (error.keyword === 'required') reason = 'required';
-    else if (error.keyword === 'type') reason = 'invalid_type';
-    else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
-    else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';
-    else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
-    else if (error.keyword === 'uniqueItems') reason = 'duplicate';
-    else if (
-      [
-        'maxLength',
-        'minLength',
-        'maxItems',
-        'minItems',
-        'maximum',
-        'minimum',
-        'maxProperties',
-        'minProperties',
-      ].includes(error.keyword ?? '')
-    ) {
-      reason = 'out_of_range';
-    }
-    return { key, reason, message: error.message ?? reason };
-  });
+  return collapseAlternatives(errors.filter((error) => error.keyword !== 'if').map(asTypeFailure)).map(
+    (error) => {
+      const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+      const required = error.params?.requiredProperties;
+      const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
+      const key = typeof missing === 'string' ? (path ? `${path}.${missing}` : missing) : path || 'body';
+      let reason = 'invalid_value';
+      if (error.keyword === 'required') reason = 'required';
+      else if (error.keyword === 'type') reason = 'invalid_type';
+      else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
+      else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';
+      else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
+      else if (error.keyword === 'uniqueItems') reason = 'duplicate';
+      else if (
+        [
+          'maxLength',
+          'minLength',
+          'maxItems',
+          'minItems',
+          'maximum',
+          'minimum',
+          'maxProperties',
+          'minProperties',
+        ].includes(error.keyword ?? '')
+      ) {
+        reason = 'out_of_range';
+      }
+      return { key, reason, message: error.message ?? reason };
+    },
+  );
 }
 
 /** Where an idempotency key sits: the header, `meta.idempotency_key`, or a note's `idempotency_key`. */

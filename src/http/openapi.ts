@@ -99,6 +99,13 @@ const ERROR_SCHEMAS = {
   ),
 };
 
+/**
+ * What every validated operation may refuse beside its schemas: text PostgreSQL cannot store,
+ * anywhere in the request (decisions: HTTP conventions).
+ */
+export const UNPROCESSABLE =
+  'The request has invalid values (details name them). Text holding the NUL character or an unpaired UTF-16 surrogate is refused wherever it appears (reason `invalid_characters`), and so is a JSON number beyond a double (reason `out_of_range`).';
+
 type Operation = {
   security?: Record<string, string[]>[];
   parameters?: { in: string; name: string }[];
@@ -129,7 +136,7 @@ function completeOperation(path: string, operation: Operation): void {
     responses[status] ??= errorResponse(description, s1 ? 'S1Error' : s2Schema, headers);
   };
   if (authenticated) error('401', 'Missing, unknown or revoked credential', 'S2Unauthorized');
-  if (validated) error('422', 'The request has invalid values (details name them)', 'S2Unprocessable');
+  if (validated) error('422', UNPROCESSABLE, 'S2Unprocessable');
   if (idempotent) error('400', 'The idempotency key is not 1–255 printable characters', 'S2BadRequest');
   if (metered) {
     error('429', 'Over the account’s rate limit', 'S2RateLimited', {
@@ -147,6 +154,37 @@ function completeOperation(path: string, operation: Operation): void {
     };
   }
 }
+
+/**
+ * @fastify/swagger writes a `patternProperties` as `additionalProperties` (an OpenAPI 3.0
+ * workaround), which would state that every other key follows the pattern's schema. The
+ * keyword is hidden from it under this name and put back in the finished document (3.1 has it).
+ */
+const HIDDEN_PATTERN_PROPERTIES = 'x-leadline-pattern-properties';
+
+/**
+ * A copy of a schema with the keyword `from` renamed `to` wherever `applies` says so. A record
+ * of free keys (TypeBox writes `patternProperties: {"^.*$": …}`) is left to the rewrite, which
+ * says the same thing as `additionalProperties`.
+ */
+function renameKeyword(
+  value: unknown,
+  from: string,
+  to: string,
+  applies: (inner: unknown) => boolean = () => true,
+): unknown {
+  if (Array.isArray(value)) return value.map((item) => renameKeyword(item, from, to, applies));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [
+      key === from && applies(inner) ? to : key,
+      renameKeyword(inner, from, to, applies),
+    ]),
+  );
+}
+
+const isCatchAll = (patterns: unknown) =>
+  patterns !== null && typeof patterns === 'object' && Object.keys(patterns).every((p) => p === '^.*$');
 
 /** `createRecord`-like names from the method and path, for an operation that names none. */
 function derivedOperationId(method: string, url: string): string {
@@ -209,13 +247,38 @@ export function openapiOptions(): SwaggerOptions {
       const method = Array.isArray(route.method) ? route.method[0]! : route.method;
       const operationId =
         (schema as { operationId?: string } | undefined)?.operationId ?? derivedOperationId(method, url);
-      return { schema: { ...schema, security, operationId } as typeof schema, url };
+      const body = (schema as { body?: unknown } | undefined)?.body;
+      const hidden =
+        body !== undefined && JSON.stringify(body).includes('"patternProperties"')
+          ? {
+              body: renameKeyword(
+                body,
+                'patternProperties',
+                HIDDEN_PATTERN_PROPERTIES,
+                (patterns) => !isCatchAll(patterns),
+              ),
+            }
+          : {};
+      return { schema: { ...schema, ...hidden, security, operationId } as typeof schema, url };
     },
     transformObject: (document) => {
       const openapiObject = (document as { openapiObject: { paths?: Record<string, object> } }).openapiObject;
       for (const [path, methods] of Object.entries(openapiObject.paths ?? {})) {
-        for (const operation of Object.values(methods as Record<string, Operation>)) {
+        for (const [method, operation] of Object.entries(methods as Record<string, Operation>)) {
           completeOperation(path, operation);
+          if (
+            operation.requestBody !== undefined &&
+            JSON.stringify(operation.requestBody).includes(HIDDEN_PATTERN_PROPERTIES)
+          ) {
+            (methods as Record<string, Operation>)[method] = {
+              ...operation,
+              requestBody: renameKeyword(
+                operation.requestBody,
+                HIDDEN_PATTERN_PROPERTIES,
+                'patternProperties',
+              ),
+            };
+          }
         }
       }
       return openapiObject as never;

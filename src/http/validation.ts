@@ -1,7 +1,7 @@
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import { type AjvError, validationError } from './error-handler.ts';
-import type { AppError } from './errors.ts';
+import { AppError, validationFailed } from './errors.ts';
 
 /**
  * Request validation with types that mean what they say (HTTP conventions in docs/decisions.md):
@@ -10,17 +10,44 @@ import type { AppError } from './errors.ts';
  * text, so those keep Ajv's conversion of text to numbers and booleans.
  */
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route also takes `application/x-www-form-urlencoded` (the intake routes only). */
+    acceptsForm?: boolean;
+  }
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/**
+ * A form body on a route that does not list form encoding answers 415 before it is read: the
+ * document lists forms only on the intake routes (decisions: HTTP conventions).
+ */
+export function refuseUnlistedForm(request: FastifyRequest): void {
+  // An address without a route stays 404, whatever its body.
+  if (request.routeOptions.url === undefined) return;
+  if (request.mediaType === FORM && request.routeOptions.config?.acceptsForm !== true) {
+    throw new AppError('unsupported_media_type');
+  }
+}
+
+/**
+ * A route whose body schema is given per media type is not validated when the request has no
+ * body at all (Fastify picks the schema by content type): such a request is refused here.
+ */
+export async function requireBody(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined || request.body === null) {
+    throw validationFailed([{ key: 'body', reason: 'required', message: 'a JSON or form body is required' }]);
+  }
+}
+
 /** Bodies read from a form encoding; only these are converted by the body validator. */
 const formBodies = new WeakSet<object>();
 
 /** Marks a parsed form body, so that its text values are converted when it is validated. */
 export function markFormBody(request: FastifyRequest): void {
   const body = request.body;
-  if (
-    body !== null &&
-    typeof body === 'object' &&
-    request.mediaType === 'application/x-www-form-urlencoded'
-  ) {
+  if (body !== null && typeof body === 'object' && request.mediaType === FORM) {
     formBodies.add(body);
   }
 }
@@ -56,7 +83,8 @@ export function buildTypedValidator(externalSchemas: unknown, options: { customO
   const converting = buildAjv(externalSchemas, options);
   const strict = buildAjv(externalSchemas, {
     ...options,
-    customOptions: { ...options.customOptions, coerceTypes: false },
+    // Verbose errors carry the failing value, so that an enum refusing `42` reads as a wrong type.
+    customOptions: { ...options.customOptions, coerceTypes: false, verbose: true },
   });
   return (route) =>
     route.httpPart === 'body' ? typedBody(strict(route), converting(route)) : converting(route);

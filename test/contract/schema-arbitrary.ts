@@ -31,6 +31,12 @@ export interface Mutation {
   value: unknown;
 }
 
+/** An `if`/`then` pair of a schema. */
+interface Condition {
+  condition: JsonSchema;
+  consequence: JsonSchema;
+}
+
 export interface ArbitraryOptions {
   /** Every declared property present and hinted values preferred: the base for mutations. */
   full?: boolean;
@@ -42,6 +48,8 @@ export interface ArbitraryOptions {
 
 const MAX_GENERATED_STRING = 40;
 const MAX_GENERATED_ITEMS = 3;
+/** Generated values in a row that fail their own schema before the generator gives up. */
+const MAX_REJECTED_IN_A_ROW = 2000;
 
 const JSON_TYPE_NAMES = ['string', 'integer', 'number', 'boolean', 'array', 'object', 'null'] as const;
 
@@ -76,6 +84,29 @@ export function setAt(root: unknown, path: PathSegment[], value: unknown): unkno
   return copy;
 }
 
+/**
+ * `arbitrary.filter(predicate)` that fails loudly after MAX_REJECTED_IN_A_ROW refused values in
+ * a row, instead of filtering for ever (fast-check's filter retries without end).
+ */
+function bounded<T>(
+  arbitrary: fc.Arbitrary<T>,
+  predicate: (value: T) => boolean,
+  why: (value: T) => string,
+): fc.Arbitrary<T> {
+  let rejectedInARow = 0;
+  return arbitrary.filter((value) => {
+    if (predicate(value)) {
+      rejectedInARow = 0;
+      return true;
+    }
+    if (++rejectedInARow >= MAX_REJECTED_IN_A_ROW) {
+      rejectedInARow = 0;
+      throw new Error(`the generator made ${MAX_REJECTED_IN_A_ROW} values in a row that ${why(value)}`);
+    }
+    return false;
+  });
+}
+
 export class SchemaArbitraries {
   readonly #ajv: Ajv2020;
   readonly #components: Record<string, JsonSchema>;
@@ -108,9 +139,51 @@ export class SchemaArbitraries {
     return validate(value) as boolean;
   }
 
-  /** Values valid against the schema. */
+  /**
+   * Values valid against the schema. A schema the converter cannot meet fails loudly after
+   * MAX_REJECTED_IN_A_ROW generated values, instead of filtering for ever.
+   */
   arbitrary(schema: JsonSchema, options: ArbitraryOptions = {}): fc.Arbitrary<unknown> {
-    return this.#arbitrary(schema, [], undefined, options).filter((value) => this.isValid(schema, value));
+    return bounded(
+      this.#arbitrary(schema, [], undefined, options),
+      (value) => this.isValid(schema, value),
+      (value) =>
+        `the schema refuses, e.g. ${JSON.stringify(value)?.slice(0, 300)}: ${JSON.stringify(this.#validators.get(schema)?.errors?.slice(0, 3))}`,
+    );
+  }
+
+  /**
+   * One schema for a value that meets both: the second's keywords over the first's, required
+   * keys and properties combined (an `enum` narrows to the values the first schema allows).
+   */
+  merge(first: JsonSchema, second: JsonSchema): JsonSchema {
+    const a = this.resolve(first);
+    const b = this.resolve(second);
+    if (Array.isArray(b.enum)) return { enum: b.enum.filter((value: unknown) => this.isValid(a, value)) };
+    const merged: JsonSchema = { ...a, ...b };
+    if (a.required || b.required)
+      merged.required = [...new Set([...(a.required ?? []), ...(b.required ?? [])])];
+    if (a.properties && b.properties) {
+      merged.properties = { ...a.properties };
+      for (const [key, schema] of Object.entries(b.properties as Record<string, JsonSchema>)) {
+        merged.properties[key] = a.properties[key] ? this.merge(a.properties[key], schema) : schema;
+      }
+    }
+    return merged;
+  }
+
+  /** The schema without its `allOf`, merged into it; `if`/`then` pairs kept aside as conditions. */
+  #flatten(schema: JsonSchema): { schema: JsonSchema; conditions: Condition[] } {
+    const conditions: Condition[] = [];
+    const { allOf, if: condition, then: consequence, ...rest } = schema;
+    let flat: JsonSchema = rest;
+    if (condition !== undefined) conditions.push({ condition, consequence: consequence ?? {} });
+    for (const part of (allOf ?? []) as JsonSchema[]) {
+      const inner = this.#flatten(this.resolve(part));
+      flat = this.merge(flat, inner.schema);
+      conditions.push(...inner.conditions);
+    }
+    return { schema: flat, conditions };
   }
 
   #arbitrary(
@@ -141,14 +214,59 @@ export class SchemaArbitraries {
     name: string | undefined,
     options: ArbitraryOptions,
   ): fc.Arbitrary<unknown> {
-    if (schema.allOf || schema.not || schema.if || schema.patternProperties || schema.dependentRequired) {
+    if (schema.dependentRequired || schema.dependentSchemas) {
       throw new Error(`schema keyword not supported by the generator at ${path.join('.')}`);
+    }
+    if (schema.allOf || schema.if) {
+      // A value of the merged schema, then, for each condition it meets, the properties the
+      // condition's consequence names generated again under the consequence.
+      const { schema: flat, conditions } = this.#flatten(schema);
+      const base = this.#core(flat, path, name, options);
+      if (conditions.length === 0) return base;
+      return base.chain((value) => {
+        const met = conditions
+          .filter((c) => this.isValid(c.condition, value))
+          .map((c) => this.resolve(c.consequence));
+        if (met.length === 0 || value === null || typeof value !== 'object' || Array.isArray(value)) {
+          return fc.constant(value);
+        }
+        const consequence = met.reduce((all, then) => this.merge(all, then), { type: 'object' });
+        const narrowed = this.merge(flat, consequence);
+        const model: Record<string, fc.Arbitrary<unknown>> = {};
+        const requiredKeys: string[] = [];
+        for (const key of Object.keys(consequence.properties ?? {})) {
+          const present = Object.hasOwn(value, key);
+          if (!present && !(consequence.required ?? []).includes(key)) continue;
+          model[key] = this.#arbitrary(narrowed.properties[key], [...path, key], key, options);
+          requiredKeys.push(key);
+        }
+        return fc.record(model, { requiredKeys }).map((regenerated) => ({ ...value, ...regenerated }));
+      });
+    }
+    if (schema.not) {
+      const { not: excluded, ...rest } = schema;
+      // `not: {}` admits nothing; a property so marked is never generated (see #object).
+      return bounded(
+        this.#core(rest, path, name, options),
+        (value) => !this.isValid(excluded, value),
+        () => `a \`not\` at ${path.join('.')} refuses`,
+      );
     }
     if (schema.const !== undefined) return fc.constant(schema.const);
     if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum);
     const branches = schema.anyOf ?? schema.oneOf;
     if (Array.isArray(branches)) {
-      return fc.oneof(...branches.map((branch: JsonSchema) => this.#arbitrary(branch, path, name, options)));
+      // Branches that only add constraints (e.g. `anyOf: [{required: [a]}, {required: [b]}]`
+      // beside `type` and `properties`) are read together with the schema around them.
+      const { anyOf: _anyOf, oneOf: _oneOf, description: _description, ...around } = schema;
+      const hasAround = Object.keys(around).length > 0;
+      return fc.oneof(
+        ...branches.map((branch: JsonSchema) =>
+          hasAround
+            ? this.#core(this.merge(around, branch), path, name, options)
+            : this.#arbitrary(branch, path, name, options),
+        ),
+      );
     }
     const types: string[] = Array.isArray(schema.type)
       ? schema.type
@@ -266,7 +384,7 @@ export class SchemaArbitraries {
         );
       }
     }
-    return arbitrary.filter(fits);
+    return bounded(arbitrary, fits, (value) => `the length bounds refuse (${[...value].length} characters)`);
   }
 
   #object(schema: JsonSchema, path: PathSegment[], options: ArbitraryOptions): fc.Arbitrary<unknown> {
@@ -274,6 +392,7 @@ export class SchemaArbitraries {
     const required: string[] = schema.required ?? [];
     const model: Record<string, fc.Arbitrary<unknown>> = {};
     for (const [key, propertySchema] of Object.entries(properties)) {
+      if (this.#admitsNothing(propertySchema)) continue;
       model[key] = this.#arbitrary(propertySchema, [...path, key], key, options);
     }
     const declared = fc.record(model, options.full ? {} : { requiredKeys: required });
@@ -284,21 +403,40 @@ export class SchemaArbitraries {
     if (options.full && Object.keys(properties).length > 0) return declared;
     const additionalSchema: JsonSchema | undefined =
       typeof additional === 'object' && Object.keys(additional).length > 0 ? additional : undefined;
-    const valueArbitrary = additionalSchema
-      ? this.#arbitrary(additionalSchema, [...path, '*'], undefined, options)
-      : fc.jsonValue({ maxDepth: 2 });
+    // A key a `patternProperties` pattern matches takes that pattern's schema, any other key
+    // the `additionalProperties` one.
+    const patterns = Object.entries((schema.patternProperties ?? {}) as Record<string, JsonSchema>).map(
+      ([pattern, patternSchema]) => ({ pattern: new RegExp(pattern, 'u'), schema: patternSchema }),
+    );
+    const schemaOfKey = (key: string): JsonSchema | undefined =>
+      patterns.find(({ pattern }) => pattern.test(key))?.schema ?? additionalSchema;
+    const valueArbitraries = new Map<JsonSchema | undefined, fc.Arbitrary<unknown>>();
+    const valueFor = (key: string): fc.Arbitrary<unknown> => {
+      const keySchema = schemaOfKey(key);
+      let arbitrary = valueArbitraries.get(keySchema);
+      if (!arbitrary) {
+        arbitrary = keySchema
+          ? this.#arbitrary(keySchema, [...path, '*'], undefined, options)
+          : fc.jsonValue({ maxDepth: 2 });
+        valueArbitraries.set(keySchema, arbitrary);
+      }
+      return arbitrary;
+    };
     const taken = new Set(Object.keys(properties));
+    const free = (key: string) => !taken.has(key);
     const hinted = Object.entries(this.#hints.freeForm)
-      .filter(([key]) => !taken.has(key))
+      .filter(([key]) => free(key))
       .map(([key, values]) => {
-        const fitting = additionalSchema ? values.filter((v) => this.isValid(additionalSchema, v)) : values;
+        const keySchema = schemaOfKey(key);
+        const fitting = keySchema ? values.filter((v) => this.isValid(keySchema, v)) : values;
         return fitting.length > 0 ? fc.constantFrom(...fitting).map((value) => [key, value] as const) : null;
       })
       .filter((entry) => entry !== null);
-    const randomEntry = fc.tuple(
-      fc.string({ minLength: 1, maxLength: 12 }).filter((key) => !taken.has(key)),
-      valueArbitrary,
-    );
+    const randomEntry = bounded(
+      fc.string({ minLength: 1, maxLength: 12 }),
+      free,
+      () => `keys at ${path.join('.')} are taken`,
+    ).chain((key) => valueFor(key).map((value) => [key, value] as const));
     const entry =
       hinted.length > 0 ? fc.oneof({ weight: 2, arbitrary: fc.oneof(...hinted) }, randomEntry) : randomEntry;
     const room = Math.min(4, maxProperties - Object.keys(properties).length);
@@ -340,7 +478,10 @@ export class SchemaArbitraries {
           add(path, `type ${[...allowed].join(' | ')}`, wrong, 'invalid_type');
         });
         const branch = branches.find((b) => this.isValid(b, value));
-        if (branch) walkInner(this.resolve(branch), value, path, isWire, false);
+        const { anyOf: _anyOf, oneOf: _oneOf, description: _description, ...around } = schema;
+        if (branch && Object.keys(around).length > 0)
+          walkInner(this.merge(around, branch), value, path, isWire, true);
+        else if (branch) walkInner(this.resolve(branch), value, path, isWire, false);
         return;
       }
       walkInner(schema, value, path, isWire, true);
@@ -417,6 +558,11 @@ export class SchemaArbitraries {
     };
     walk(rootSchema, root, []);
     return found;
+  }
+
+  #admitsNothing(schema: JsonSchema): boolean {
+    const resolved = this.resolve(schema);
+    return resolved.not !== undefined && Object.keys(this.resolve(resolved.not)).length === 0;
   }
 
   #allowedTypes(schema: JsonSchema): Set<string> {

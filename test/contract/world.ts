@@ -33,7 +33,10 @@ const FIELD_VALUES: Record<string, unknown[]> = {
   message: ['Please call back'],
 };
 
-/** A small file the service fetches when a request names it as a document. */
+/**
+ * A small file the service fetches when a request names it as a document, and the receiver of
+ * the world's webhook (`POST /hook`), so that no request waits on an address outside the test.
+ */
 export interface FileServer {
   base: string;
   close(): Promise<void>;
@@ -41,6 +44,10 @@ export interface FileServer {
 
 export async function startFileServer(): Promise<FileServer> {
   const server = http.createServer((request, response) => {
+    if (request.method === 'POST' && request.url === '/hook') {
+      request.resume();
+      return request.on('end', () => response.writeHead(204).end());
+    }
     if (request.url === '/offer.pdf') {
       response.writeHead(200, { 'content-type': 'application/pdf' });
       return response.end('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n');
@@ -153,7 +160,17 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
     201,
     'record token',
   );
-  const urls = [`${files.base}/offer.pdf`, `${files.base}/notes.txt`, `${files.base}/missing.pdf`];
+  const webhook = await expectStatus(
+    await as('POST', '/api/v1/settings/webhooks', { url: `${files.base}/hook`, events: ['*'] }),
+    201,
+    'webhook',
+  );
+  const urls = [
+    `${files.base}/hook`,
+    `${files.base}/offer.pdf`,
+    `${files.base}/notes.txt`,
+    `${files.base}/missing.pdf`,
+  ];
   return {
     accountId: account.id,
     apiKey,
@@ -174,6 +191,8 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
       records: created.id,
       leads: created.id,
       documents: documentId,
+      webhooks: webhook.id,
+      entities: 'lead',
     },
     hints: {
       values: {
@@ -186,12 +205,14 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
         pipeline: ['Sales'],
         field: ['contract', 'attachments'],
         assignee: [user.id, 'agent@example.com'],
+        viewers: [[user.id], 'agent@example.com', ['agent@example.com', user.id]],
         fields: [['first_name', 'message'], { first_name: 'Ada', budget: 1200 }],
         modules: [['crm', 'distribution', 'booking']],
         rate_limit_per_minute: [1_000_000],
         updated_since: ['2020-01-01T00:00:00Z'],
         format: [null],
         role: [null],
+        events: [['*'], ['record.created', 'note.added']],
       },
       freeForm: { ...FIELD_VALUES, entity: ['lead'] },
       urls,

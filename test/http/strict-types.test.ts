@@ -32,6 +32,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
   let recordToken: string;
   let sourceToken: string;
   let keyId: string;
+  let webhookId: string;
 
   /** Every table's rows, so that "nothing written" covers every table there is. */
   async function snapshot(): Promise<string> {
@@ -77,6 +78,14 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
         body: { name: 'Typed form' },
       })
     ).json().token;
+    webhookId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/webhooks',
+        key: account.apiKey,
+        body: { url: 'http://127.0.0.1:9/typed', events: ['*'] },
+      })
+    ).json().id;
     keyId = (await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: account.apiKey })).json()
       .api_keys[0].id;
   });
@@ -235,6 +244,22 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       body: { fields: { first_name: 'Ann' } },
       wrong: { fields: 'x', note: 3 },
     },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/webhooks',
+      url: () => '/api/v1/settings/webhooks',
+      key: apiKey,
+      body: { url: 'http://127.0.0.1:9/typed', events: ['record.created'], description: 'Typed' },
+      wrong: { url: 1, events: 'record.created', 'events.0': true, description: 2 },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/webhooks/{id}',
+      url: () => `/api/v1/settings/webhooks/${webhookId}`,
+      key: apiKey,
+      body: { description: null, enabled: true, rotate_secret: false },
+      wrong: { enabled: 'true', rotate_secret: 1, url: ['x'], events: {}, description: 0 },
+    },
   ];
 
   const send = (c: BodyCase, body: unknown) =>
@@ -364,18 +389,36 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       ]);
     });
 
-    it('refuses form text that does not read as the type', async () => {
+    it('refuses a form body where the document lists only JSON, writing nothing', async () => {
+      const before = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/api-keys',
+        key: account.apiKey,
+      });
       const response = await t.request({
         method: 'POST',
         url: '/api/v1/settings/api-keys',
         key: account.apiKey,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: 'name=k&strict=maybe',
+        payload: 'name=k&strict=true',
       });
-      expect(response.statusCode).toBe(422);
-      expect(response.json().details).toEqual([
-        expect.objectContaining({ key: 'strict', reason: 'invalid_type' }),
-      ]);
+      expect(response.statusCode).toBe(415);
+      expect(response.json()).toEqual({ error: 'unsupported_media_type' });
+      const after = await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: account.apiKey });
+      expect(after.json()).toEqual(before.json());
+      const form = (method: 'POST' | 'PATCH', url: string) =>
+        t.request({
+          method,
+          url,
+          key: account.apiKey,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: 'first_name=Ann',
+        });
+      const s1 = await form('PATCH', `/api/leads/${recordId}`);
+      expect(s1.statusCode).toBe(415);
+      expect(s1.json()).toMatchObject({ status: 'error' });
+      // An address without a route stays 404, whatever its body.
+      expect((await form('POST', '/api/v1/nowhere')).statusCode).toBe(404);
     });
   });
 

@@ -4,6 +4,7 @@ import { type Static, Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
 import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
 import { IdempotencyHeaders, PageQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
+import { requireBody } from '../../http/validation.ts';
 import type { Answer, IntakeApi } from './intake.api.ts';
 import {
   BulkBody,
@@ -77,7 +78,8 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/in/:token',
     {
-      config: { auth: { accept: ['source_token'] } },
+      config: { auth: { accept: ['source_token'] }, acceptsForm: true },
+      preValidation: requireBody,
       schema: {
         tags,
         operationId: 'createRecordWithSourceToken',
@@ -146,7 +148,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/intake',
     {
-      config: { auth: recordsWriteRemembered },
+      config: { auth: recordsWriteRemembered, acceptsForm: true },
       schema: {
         tags: ['S1'],
         operationId: 'createLeadS1',

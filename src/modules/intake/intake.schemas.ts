@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { IdempotencyKey, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { DocumentRef } from '../records/records.schemas.ts';
 import { ORIGIN_KEYS } from './intake.handover.ts';
 
 const ShortText = Type.String({ maxLength: 200 });
@@ -28,20 +29,13 @@ export const S2RecordBody = Type.Object(
       Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 500 }),
     ),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
-    documents: Type.Optional(
-      Type.Array(
-        Type.Object({
-          url: Type.String({ minLength: 1, maxLength: 2048 }),
-          name: Type.Optional(Type.String({ maxLength: 200 })),
-          field: Type.Optional(Type.String({ maxLength: 100 })),
-        }),
-        { maxItems: 20 },
-      ),
-    ),
+    documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
     crm: Type.Optional(
       Type.Object({
-        stage: Type.String({ minLength: 1, maxLength: 100 }),
-        pipeline: Type.Optional(Type.String({ maxLength: 100 })),
+        stage: Type.String({ minLength: 1, maxLength: 100, description: 'A stage of the pipeline' }),
+        pipeline: Type.Optional(
+          Type.String({ maxLength: 100, description: 'A pipeline of the entity; its first when not given' }),
+        ),
       }),
     ),
     booking: Type.Optional(
@@ -135,12 +129,17 @@ const NoteText = Type.String({ maxLength: 10_000 });
 
 /** Keys of an S1 lead that are parameters, not field names (interface: POST /intake). */
 const s1LeadProperties = {
-  assignee: Type.Optional(Type.String({ maxLength: 254, description: 'user uuid or email' })),
+  assignee: Type.Optional(
+    Type.String({ maxLength: 254, description: 'The uuid or email of one of the account’s users' }),
+  ),
   viewers: Type.Optional(
-    Type.Union([
-      Type.String({ maxLength: 10_000, description: 'user uuids or emails, comma-separated' }),
-      Type.Array(Type.String({ maxLength: 254 }), { maxItems: 100 }),
-    ]),
+    Type.Union(
+      [
+        Type.String({ maxLength: 10_000, description: 'user uuids or emails, comma-separated' }),
+        Type.Array(Type.String({ maxLength: 254 }), { maxItems: 100 }),
+      ],
+      { description: 'Uuids or emails of the account’s users' },
+    ),
   ),
   note: Type.Optional(NoteText),
   notes: Type.Optional(

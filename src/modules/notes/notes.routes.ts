@@ -31,7 +31,7 @@ export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = a
           // The schema's enum is NOTE_KINDS.
           kind: request.body.kind as NoteInput['kind'],
           idempotencyKey:
-            request.body.idempotency_key ??
+            request.body.idempotency_key ||
             (typeof header === 'string' && header !== '' ? header : undefined),
         },
       );

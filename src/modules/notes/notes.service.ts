@@ -92,6 +92,8 @@ export function createNotesService({
       sender: NoteSender,
       input: NoteInput,
     ): Promise<{ note: ReturnType<typeof presentNote>; replayed: boolean }> {
+      // The empty key means no key (decisions §4); stored, a second one would meet the unique index.
+      if (input.idempotencyKey === '') input = { ...input, idempotencyKey: undefined };
       if (input.idempotencyKey) {
         checkIdempotencyKey(input.idempotencyKey);
         const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);

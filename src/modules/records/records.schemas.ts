@@ -36,10 +36,13 @@ export const RecordListQuery = Type.Object({
   cursor: Type.Optional(Cursor),
 });
 
-const DocumentRef = Type.Object({
+/** A document a record body names by URL (POST and PATCH of records, intake). */
+export const DocumentRef = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048 }),
   name: Type.Optional(Type.String({ maxLength: 200 })),
-  field: Type.Optional(Type.String({ maxLength: 100 })),
+  field: Type.Optional(
+    Type.String({ maxLength: 100, description: 'Key of a `file` or `files` field of the entity' }),
+  ),
 });
 
 export const PatchRecordBody = Type.Object(
@@ -65,10 +68,7 @@ export const IssueTokenBody = Type.Object(
   {
     fields: Type.Array(
       Type.String({ pattern: KEY_PATTERN, description: 'a field key of the record’s entity' }),
-      {
-        minItems: 1,
-        maxItems: 300,
-      },
+      { minItems: 1, maxItems: 300, description: 'Keys of fields of the record’s entity' },
     ),
     expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 })),
   },

@@ -1,9 +1,21 @@
 import { Type } from 'typebox';
 import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { WEBHOOK_EVENTS } from '../../outbound/outbound.service.ts';
 
-const WebhookUrl = Type.String({ minLength: 1, maxLength: 2000 });
+/** Account webhooks per account: enough for every integration, bounded like every input. */
+export const MAX_WEBHOOKS = 50;
+
+const WebhookUrl = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description: `An absolute http or https URL without credentials; at most ${MAX_WEBHOOKS} webhooks per account`,
+});
 /** Event names are checked by the service, so that an unknown one is named in the 422. */
-const EventNames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 20 });
+const EventNames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+  minItems: 1,
+  maxItems: 20,
+  description: `Event names: ${WEBHOOK_EVENTS.join(', ')}, or \`*\` for every event`,
+});
 const Description = Type.String({ maxLength: 500 });
 
 export const Webhook = Type.Object({

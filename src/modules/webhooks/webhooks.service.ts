@@ -3,9 +3,7 @@ import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import { ACCOUNT_WEBHOOK, type OutboundService, WEBHOOK_EVENTS } from '../../outbound/outbound.service.ts';
-
-/** Account webhooks per account: enough for every integration, bounded like every input. */
-const MAX_WEBHOOKS = 50;
+import { MAX_WEBHOOKS } from './webhooks.schemas.ts';
 
 type DestinationRow = NonNullable<Awaited<ReturnType<OutboundService['repo']['findDestination']>>>;
 
