@@ -110,7 +110,7 @@ export function createServices({
   const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
   const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });
-  const crm = createCrmService({ db, entities, repo: createCrmRepo(db), records: recordsRepo, outbound });
+  const crm = createCrmService({ db, entities, repo: createCrmRepo(), outbound });
   const automations = createAutomationsService({
     db,
     repo: createAutomationsRepo(db),

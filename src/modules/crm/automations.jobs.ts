@@ -22,5 +22,5 @@ export const runAutomationJob = defineJob(
 );
 
 export function registerAutomationJobs(queue: JobQueue, automations: AutomationsService): void {
-  queue.registerHandler(runAutomationJob, (payload) => automations.run(payload));
+  queue.registerHandler(runAutomationJob, (payload, job) => automations.run(job.id, payload));
 }

@@ -350,13 +350,17 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
   outbound.onOutcome(OUTCOME_HOOK, onOutcome);
 
   /** Runs one automation for one move (the job's handler). */
-  async function run(payload: {
-    accountId: string;
-    recordId: string;
-    automationId: string;
-    stage: string;
-    chain: number;
-  }) {
+  async function run(
+    /** The job's id, the same for each retry of one run: a note is added once however often it is tried. */
+    jobId: string,
+    payload: {
+      accountId: string;
+      recordId: string;
+      automationId: string;
+      stage: string;
+      chain: number;
+    },
+  ) {
     const { accountId, recordId } = payload;
     const row = await repo.find(accountId, payload.automationId);
     if (!row?.enabled) return { skipped: 'automation_gone_or_disabled' };
@@ -377,7 +381,11 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       case 'note': {
         await deps.notes.add(
           { accountId, keyName: row.name, requestId: `automation:${row.id}` },
-          { record: recordId, body: render(action.body ?? '', values()) },
+          {
+            record: recordId,
+            body: render(action.body ?? '', values()),
+            idempotencyKey: `automation:${jobId}`,
+          },
         );
         await result(db, accountId, recordId, automation, { ok: true });
         return { ran: 'note' };

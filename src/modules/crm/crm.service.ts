@@ -4,7 +4,6 @@ import { iso } from '../../http/schemas.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { recordEventData } from '../records/record-webhooks.ts';
-import type { RecordsRepo } from '../records/records.repo.ts';
 import type { CrmRepo } from './crm.repo.ts';
 import { resolveStage, type StageTarget } from './crm.stages.ts';
 
@@ -32,13 +31,12 @@ export interface CrmServiceDeps {
   db: Db;
   entities: EntitiesService;
   repo: CrmRepo;
-  records: RecordsRepo;
   outbound: Pick<OutboundService, 'emitEvent'>;
   /** Runs in the move's transaction after the record moved: the automations of the target stage. */
   afterMove?: (tx: Executor, ctx: MoveContext, move: StageMove) => Promise<void>;
 }
 
-export function createCrmService({ db, entities, repo, records, outbound, afterMove }: CrmServiceDeps) {
+export function createCrmService({ db, entities, repo, outbound, afterMove }: CrmServiceDeps) {
   const hooks = { afterMove };
 
   /**
@@ -64,7 +62,6 @@ export function createCrmService({ db, entities, repo, records, outbound, afterM
       const key = placement.key === 'stage' ? stageKey : placement.key;
       throw new AppError('validation_failed', { details: [{ ...placement, key }] });
     }
-    const before = row.stage_id ? await repo.stageNames(ctx.accountId, row.stage_id, tx) : undefined;
     const to = { pipeline: placement.pipeline.name, stage: placement.stage.name };
     if (row.stage_id === placement.stage.id) {
       return {
@@ -76,24 +73,20 @@ export function createCrmService({ db, entities, repo, records, outbound, afterM
         stageId: placement.stage.id,
       };
     }
+    const previous =
+      row.pipeline_name !== null && row.stage_name !== null
+        ? { pipeline: row.pipeline_name, stage: row.stage_name }
+        : null;
     const moved = await repo.move(
       ctx.accountId,
       row,
       { pipelineId: placement.pipeline.id, stageId: placement.stage.id },
-      tx,
-    );
-    const previous = before ? { pipeline: before.pipeline, stage: before.stage } : null;
-    await records.insertEvents(
-      ctx.accountId,
-      [
-        {
-          recordId,
-          type: 'stage_changed',
-          message: previous ? `Stage ${previous.stage} → ${to.stage}` : `Stage ${to.stage}`,
-          actor: ctx.actor,
-          data: { ...to, previous, request_id: ctx.requestId },
-        },
-      ],
+      {
+        type: 'stage_changed',
+        message: previous ? `Stage ${previous.stage} → ${to.stage}` : `Stage ${to.stage}`,
+        actor: ctx.actor,
+        data: { ...to, previous, request_id: ctx.requestId },
+      },
       tx,
     );
     const enteredAt = iso(moved.entered_at);
