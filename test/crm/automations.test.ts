@@ -130,6 +130,7 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(ran).toMatchObject({ type: 'automation_ran', actor: { type: 'automation', name: 'Note' } });
       const notes = (await events(account, id)).filter((e) => e.type === 'note_added');
       expect(notes.map((n) => n.message)).toEqual([`Called Ann (${id}) in Contacted`]);
+      expect(notes[0]?.actor).toEqual({ type: 'automation', name: 'Note' });
       // A move to the same stage runs nothing.
       await move(account, id, 'Contacted');
       await new Promise((resolve) => setTimeout(resolve, 1_000));

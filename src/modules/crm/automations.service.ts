@@ -380,7 +380,12 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     switch (row.action as ActionType) {
       case 'note': {
         await deps.notes.add(
-          { accountId, keyName: row.name, requestId: `automation:${row.id}` },
+          {
+            accountId,
+            keyName: row.name,
+            requestId: `automation:${row.id}`,
+            actor: `automation:${row.name}`,
+          },
           {
             record: recordId,
             body: render(action.body ?? '', values()),

@@ -459,7 +459,8 @@ export function createRecordsRepo(db: Executor) {
     async insertNoteWithEvent(
       accountId: string,
       note: NoteInput,
-      event: { message: string; data: Record<string, unknown> },
+      /** `actor` as stored in the history (see records.service `actorOf`); the API by default. */
+      event: { message: string; data: Record<string, unknown>; actor?: string },
       tx: Executor = db,
     ) {
       const result = await sql<{ id: string; record_id: string; kind: string; created_at: Date }>`
@@ -470,7 +471,7 @@ export function createRecordsRepo(db: Executor) {
           RETURNING id, record_id, kind, created_at
         ), added AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', ${event.message}, 'api',
+          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', ${event.message}, ${event.actor ?? 'api'},
             ${toJson(event.data)}::jsonb
           FROM note
         )
