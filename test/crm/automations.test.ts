@@ -113,6 +113,43 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(patched.json()).toMatchObject({ enabled: false, stage: 'Won', action: automation.action });
       expect((await t.request({ method: 'GET', url, key: account.apiKey })).json().stage).toBe('Won');
       expect((await t.request({ method: 'DELETE', url, key: account.apiKey })).statusCode).toBe(204);
+      // An entity with several pipelines: a change that leaves the stage alone keeps its pipeline.
+      await t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/entities/deal',
+        key: account.apiKey,
+        body: {
+          name: 'Deal',
+          fields: [{ key: 'email', label: 'Email', type: 'text' }],
+          pipelines: [
+            { name: 'Sales', stages: ['Open', 'Won'] },
+            { name: 'Renewal', stages: ['Due', 'Won'] },
+          ],
+        },
+      });
+      const deal = await configure(account, {
+        name: 'Renewed',
+        entity: 'deal',
+        pipeline: 'Renewal',
+        stage: 'Won',
+        action: { type: 'note', body: 'renewed' },
+      });
+      expect(deal.json()).toMatchObject({ pipeline: 'Renewal', stage: 'Won' });
+      const dealUrl = `/api/v1/settings/automations/${deal.json().id}`;
+      const renamed = await t.request({
+        method: 'PATCH',
+        url: dealUrl,
+        key: account.apiKey,
+        body: { name: 'R2' },
+      });
+      expect(renamed.json()).toMatchObject({ name: 'R2', pipeline: 'Renewal', stage: 'Won' });
+      const moved = await t.request({
+        method: 'PATCH',
+        url: dealUrl,
+        key: account.apiKey,
+        body: { stage: 'Due' },
+      });
+      expect(moved.json()).toMatchObject({ pipeline: 'Renewal', stage: 'Due' });
       expect((await t.request({ method: 'GET', url, key: account.apiKey })).statusCode).toBe(404);
     });
 

@@ -522,7 +522,8 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         name: changes.name ?? row.name,
         entity: changes.entity ?? row.entity,
         stage: changes.stage ?? (movedStage ? row.stage : row.stage_id),
-        pipeline: changes.pipeline ?? (movedStage ? row.pipeline : undefined),
+        // Another entity has other pipelines: its stage is named afresh (with its pipeline, if several).
+        pipeline: changes.pipeline ?? (changes.entity !== undefined ? undefined : row.pipeline),
         action: changes.action ?? storedAction,
         enabled: changes.enabled ?? row.enabled,
       };
