@@ -102,6 +102,7 @@ const ALL_SCENARIOS: ScenarioName[] = [
   'intake.bulk100',
   'records.get',
   'notes.by_email',
+  'crm.stage_move',
   'intake.webhook',
 ];
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(','))
@@ -683,6 +684,20 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         if (SCENARIOS.includes(name)) results.push(await run(service, scenarios[name]));
       }
       baselineRun = { single: baseSingle, bulk: baseBulk };
+    }
+    if (SCENARIOS.includes('crm.stage_move')) {
+      // One webhook automation on each stage the moves enter: every move enqueues its run. The
+      // bench's service works no queue (LEADS_RUN_WORKERS=false), so what is measured is the move
+      // as a client waits for it; the webhooks themselves are never sent.
+      for (const stage of ['Won', 'Contacted']) {
+        await api(service.url, apiKey, 'POST', '/api/v1/settings/automations', {
+          name: `Bench hook ${stage}`,
+          entity: 'lead',
+          stage,
+          action: { type: 'webhook', url: 'https://hooks.example.com/bench' },
+        });
+      }
+      results.push(await run(service, scenarios['crm.stage_move']));
     }
     servicePeak = memoryOf(service.pid).hwm;
 

@@ -366,7 +366,8 @@ export type ServiceScenarioName =
   | 'intake.bulk100'
   | 's1.intake.form'
   | 'records.get'
-  | 'notes.by_email';
+  | 'notes.by_email'
+  | 'crm.stage_move';
 
 /**
  * Single-record intake into an account with one account webhook subscribed to `record.created`:
@@ -404,7 +405,27 @@ export function serviceScenarios(
   const auth = { authorization: `Bearer ${fixtures.apiKey}` };
   let readCursor = 0;
   let noteCursor = 0;
+  let moveCursor = 0;
   return {
+    // Setup records start in New; each one then goes Won, Contacted, Won, … so that every move is
+    // a real move into a stage with one webhook automation (run.ts configures them).
+    'crm.stage_move': {
+      name: 'crm.stage_move',
+      request: {
+        method: 'POST',
+        path: '/api/v1/crm/records',
+        headers: { ...auth, ...JSON_TYPE },
+        next: () => {
+          const n = moveCursor++;
+          const id = fixtures.ids[n % fixtures.ids.length];
+          const stage = Math.floor(n / fixtures.ids.length) % 2 === 0 ? 'Won' : 'Contacted';
+          return { path: `/api/v1/crm/records/${id}/stage`, body: JSON.stringify({ stage }) };
+        },
+      },
+      rows: 'one',
+      expect: [200],
+      check: (body) => (body?.previous && body.previous !== body.crm?.stage ? undefined : 'not a move'),
+    },
     'intake.single': {
       name: 'intake.single',
       request: {

@@ -14,6 +14,7 @@ import { S1Error, S2Error } from './http/schemas.ts';
 import { markFormBody, refuseUnlistedForm, typedValidatorFactory } from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
+import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
 import { documentsRoutes } from './modules/documents/documents.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
@@ -105,7 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sourcesRoutes, { sources: services.sources });
   await app.register(usersRoutes, { users: services.users });
   await app.register(entitiesRoutes, { entities: services.entities });
-  await app.register(crmRoutes, { entities: services.entities });
+  await app.register(crmRoutes, { entities: services.entities, crm: services.crm });
   await app.register(intakeRoutes, { intakeApi: services.intakeApi, intake: services.intake });
   await app.register(recordsRoutes, {
     records: services.records,
@@ -115,5 +116,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(notesRoutes, { notes: services.notes });
   await app.register(documentsRoutes, { documents: services.documents });
   await app.register(webhooksRoutes, { webhooks: services.webhooks });
+  await app.register(automationsRoutes, { automations: services.automations });
   return app;
 }

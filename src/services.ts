@@ -6,6 +6,10 @@ import { createApiKeysRepo } from './modules/api-keys/api-keys.repo.ts';
 import { createApiKeysService } from './modules/api-keys/api-keys.service.ts';
 import { createAuthRepo } from './modules/auth/auth.repo.ts';
 import { createAuthService } from './modules/auth/auth.service.ts';
+import { createAutomationsRepo } from './modules/crm/automations.repo.ts';
+import { createAutomationsService } from './modules/crm/automations.service.ts';
+import { createCrmRepo } from './modules/crm/crm.repo.ts';
+import { createCrmService } from './modules/crm/crm.service.ts';
 import { createDocumentsRepo } from './modules/documents/documents.repo.ts';
 import {
   createDocumentsService,
@@ -106,6 +110,21 @@ export function createServices({
   const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
   const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });
+  const crm = createCrmService({ db, entities, repo: createCrmRepo(), outbound });
+  const automations = createAutomationsService({
+    db,
+    repo: createAutomationsRepo(db),
+    entities,
+    outbound,
+    crm,
+    records,
+    recordsRepo,
+    reads: recordsReads,
+    notes,
+    jobs,
+  });
+  // Automations move stages themselves, so the move learns of them once both exist.
+  crm.setAfterMove(automations.afterMove);
   return {
     auth,
     apiKeys,
@@ -120,6 +139,8 @@ export function createServices({
     records,
     notes,
     recordsApi,
+    crm,
+    automations,
     outbound,
     webhooks,
   };

@@ -363,6 +363,70 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
       return { json: { users: rows }, text: table(rows, ['id', 'email', 'name']) };
     },
   },
+  'automations create': {
+    usage:
+      'leads automations create --name NAME --entity KEY --stage STAGE [--pipeline NAME] --action JSON [--disabled]',
+    options: {
+      name: { type: 'string' },
+      entity: { type: 'string' },
+      stage: { type: 'string' },
+      pipeline: { type: 'string' },
+      action: { type: 'string' },
+      disabled: { type: 'boolean' },
+    },
+    async run(connection, values) {
+      let action: unknown;
+      try {
+        action = JSON.parse(required(values.action, 'action'));
+      } catch (error) {
+        if (error instanceof CliError) throw error;
+        throw usageError('--action is a JSON object, e.g. \'{"type":"note","body":"Won"}\'');
+      }
+      const body: Row = {
+        name: required(values.name, 'name'),
+        entity: required(values.entity, 'entity'),
+        stage: required(values.stage, 'stage'),
+        action,
+        enabled: values.disabled !== true,
+      };
+      if (typeof values.pipeline === 'string') body.pipeline = values.pipeline;
+      const automation = (await call(connection, 'key', 'POST', '/api/v1/settings/automations', body)) as Row;
+      const secret = automation.secret ? `\nsecret (shown once): ${automation.secret}` : '';
+      return {
+        json: automation,
+        text: `automation ${automation.id} ${automation.name} on ${automation.pipeline}/${automation.stage}${secret}`,
+      };
+    },
+  },
+  'automations list': {
+    usage: 'leads automations list',
+    async run(connection) {
+      const rows = await listAll(connection, 'key', '/api/v1/settings/automations', 'automations');
+      const shown = rows.map((row) => ({ ...row, type: (row.action as Row).type }));
+      return {
+        json: { automations: rows },
+        text: table(shown, ['id', 'name', 'entity', 'pipeline', 'stage', 'type', 'enabled']),
+      };
+    },
+  },
+  'automations enable': {
+    usage: 'leads automations enable AUTOMATION_ID',
+    positionals: ['AUTOMATION_ID'],
+    run: (connection, _values, [id]) => switchAutomation(connection, id!, true),
+  },
+  'automations disable': {
+    usage: 'leads automations disable AUTOMATION_ID',
+    positionals: ['AUTOMATION_ID'],
+    run: (connection, _values, [id]) => switchAutomation(connection, id!, false),
+  },
+  'automations delete': {
+    usage: 'leads automations delete AUTOMATION_ID',
+    positionals: ['AUTOMATION_ID'],
+    async run(connection, _values, [id]) {
+      await call(connection, 'key', 'DELETE', `/api/v1/settings/automations/${encodeURIComponent(id!)}`);
+      return { json: { id, deleted: true }, text: `automation ${id} deleted` };
+    },
+  },
   'webhooks create': {
     usage: 'leads webhooks create --endpoint URL --events record.created,note.added|* [--description TEXT]',
     // --url is the service's address, as for every command.
@@ -415,6 +479,17 @@ secret (shown once): ${webhook.secret}`,
     },
   },
 };
+
+async function switchAutomation(connection: Connection, id: string, enabled: boolean) {
+  const automation = (await call(
+    connection,
+    'key',
+    'PATCH',
+    `/api/v1/settings/automations/${encodeURIComponent(id)}`,
+    { enabled },
+  )) as Row;
+  return { json: automation, text: `automation ${id} ${enabled ? 'enabled' : 'disabled'}` };
+}
 
 /** The usage lines of one group (`keys`, `sources`, …); empty when there is no such group. */
 export function groupUsage(group: string): string[] {

@@ -207,6 +207,20 @@ export interface IntakeLogTable {
   created_at: CreatedAt;
 }
 
+export interface AutomationsTable {
+  account_id: string;
+  id: string;
+  stage_id: string;
+  name: string;
+  action: string;
+  config: ColumnType<Record<string, unknown>, string, string>;
+  position: Generated<number>;
+  enabled: Generated<boolean>;
+  destination_id: string | null;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
 export interface WebhookDestinationsTable {
   account_id: string;
   id: string;
@@ -276,6 +290,7 @@ export interface Database {
   record_tokens: RecordTokensTable;
   idempotency_keys: IdempotencyKeysTable;
   intake_log: IntakeLogTable;
+  automations: AutomationsTable;
   webhook_destinations: WebhookDestinationsTable;
   outbound_messages: OutboundMessagesTable;
   outbound_attempts: OutboundAttemptsTable;

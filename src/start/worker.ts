@@ -3,6 +3,7 @@ import pino from 'pino';
 import type { Config } from '../config.ts';
 import { registerMaintenanceJobs } from '../jobs/maintenance.jobs.ts';
 import type { JobLogger, JobQueue } from '../jobs/queue.ts';
+import { registerAutomationJobs } from '../modules/crm/automations.jobs.ts';
 import { registerEntityJobs } from '../modules/entities/entities.jobs.ts';
 import { createDispatcher } from '../outbound/dispatcher.ts';
 import { registerOutboundJobs } from '../outbound/outbound.jobs.ts';
@@ -22,6 +23,7 @@ export function createWorkers(
   registerMaintenanceJobs(queue, runtime.database.db);
   registerOutboundJobs(queue, runtime.services.outbound);
   registerEntityJobs(queue, runtime.services.entities);
+  registerAutomationJobs(queue, runtime.services.automations);
   // Outbound messages are sent by their own dispatcher (docs/decisions.md, Outbound messages),
   // which starts and stops with the queue on the nodes that work it.
   const dispatcher = createDispatcher(runtime.services.outbound, logger);

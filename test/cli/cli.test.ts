@@ -69,6 +69,11 @@ const COMMANDS = [
   'entities list',
   'entities apply',
   'users create',
+  'automations create',
+  'automations list',
+  'automations enable',
+  'automations disable',
+  'automations delete',
   'webhooks create',
   'webhooks list',
   'webhooks test',
@@ -308,6 +313,60 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect(user.code).toBe(0);
       expect(user.stdout).toMatch(/^user [0-9a-f-]{36} rep@cli\.test\n$/);
       expect((await client('users', 'list')).stdout).toMatch(/rep@cli\.test\s+Rep/);
+    });
+
+    it('creates, lists, switches and deletes automations', async () => {
+      const created = await client(
+        'automations',
+        'create',
+        '--name',
+        'Won hook',
+        '--entity',
+        'lead',
+        '--stage',
+        'Won',
+        '--action',
+        '{"type":"webhook","url":"https://hooks.example.com/won"}',
+      );
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+      const id = /^automation ([0-9a-f-]{36}) Won hook on Sales\/Won\n/.exec(created.stdout)?.[1];
+      expect(id).toBeDefined();
+      expect(created.stdout).toMatch(/secret \(shown once\): whsec_\S+/);
+      expect((await client('automations', 'list')).stdout).toMatch(
+        /Won hook\s+lead\s+Sales\s+Won\s+webhook\s+true/,
+      );
+      expect((await client('automations', 'disable', id!)).stdout).toBe(`automation ${id} disabled\n`);
+      const listed = JSON.parse((await client('automations', 'list', '--json')).stdout);
+      expect(listed.automations).toEqual([expect.objectContaining({ id, enabled: false })]);
+      expect((await client('automations', 'enable', id!)).code).toBe(0);
+      expect((await client('automations', 'delete', id!)).stdout).toBe(`automation ${id} deleted\n`);
+      const unknown = await client(
+        'automations',
+        'create',
+        '--name',
+        'x',
+        '--entity',
+        'lead',
+        '--stage',
+        'Lost',
+        '--action',
+        '{"type":"note","body":"x"}',
+      );
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('422 validation_failed');
+      const malformed = await client(
+        'automations',
+        'create',
+        '--name',
+        'x',
+        '--entity',
+        'lead',
+        '--stage',
+        'Won',
+        '--action',
+        '{type',
+      );
+      expect(malformed.code).toBe(2);
     });
 
     it('creates, lists, tests and deletes webhooks', async () => {

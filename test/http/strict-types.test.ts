@@ -33,6 +33,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
   let sourceToken: string;
   let keyId: string;
   let webhookId: string;
+  let automationId: string;
 
   /** Every table's rows, so that "nothing written" covers every table there is. */
   async function snapshot(): Promise<string> {
@@ -88,6 +89,14 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
     ).json().id;
     keyId = (await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: account.apiKey })).json()
       .api_keys[0].id;
+    automationId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/automations',
+        key: account.apiKey,
+        body: { name: 'Typed', entity: 'lead', stage: 'Won', action: { type: 'note', body: 'won' } },
+      })
+    ).json().id;
   });
   afterAll(async () => t?.close());
 
@@ -235,6 +244,38 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       key: apiKey,
       body: { entity: 'lead', batch: [{ email: 'b1@b.co' }] },
       wrong: { entity: false, batch: { email: 'x' }, source: 1 },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/automations',
+      url: () => '/api/v1/settings/automations',
+      key: apiKey,
+      body: { name: 'n', entity: 'lead', stage: 'Won', action: { type: 'note', body: 'x' } },
+      wrong: { name: 1, enabled: 'yes', action: 'note', 'action.type': 5, 'action.record_token_days': '3' },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/automations/{id}',
+      url: () => `/api/v1/settings/automations/${automationId}`,
+      key: apiKey,
+      body: { enabled: true },
+      wrong: { enabled: 'no', action: [], stage: 4 },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/crm/records/{id}/stage',
+      url: () => `/api/v1/crm/records/${recordId}/stage`,
+      key: apiKey,
+      body: { stage: 'Contacted' },
+      wrong: { stage: 1, pipeline: false },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/leads/{id}/status',
+      url: () => `/api/leads/${recordId}/status`,
+      key: apiKey,
+      body: { status_step: 'Won' },
+      wrong: { status_step: ['Won'], pipeline: 3 },
     },
     {
       method: 'PATCH',

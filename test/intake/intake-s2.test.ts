@@ -62,7 +62,11 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
         url: `/api/v1/records/${record.id}`,
         key: account.apiKey,
       });
-      expect(read.json().crm).toEqual({ pipeline: 'Sales', stage: 'New' });
+      expect(read.json().crm).toEqual({
+        pipeline: 'Sales',
+        stage: 'New',
+        entered_at: read.json().created_at,
+      });
       expect(await historyOf(t, account.apiKey, record.id)).toEqual(['lead_created']);
       expect(record.stage_entered_at).toEqual(record.created_at);
       // The creation and the first stage are facts of the record row, not history rows.
@@ -216,7 +220,11 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
         url: `/api/v1/records/${placed.json().id}`,
         key: crm.apiKey,
       });
-      expect(read.json().crm).toEqual({ pipeline: 'Sales', stage: 'Contacted' });
+      expect(read.json().crm).toEqual({
+        pipeline: 'Sales',
+        stage: 'Contacted',
+        entered_at: read.json().created_at,
+      });
       const unknown = await intake(
         { entity: 'lead', fields: { email: 'crm2@b.co' }, crm: { stage: 'Nope' } },
         crm.apiKey,

@@ -1,8 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { accountIdOf } from '../../http/auth.ts';
-import { s2Errors } from '../../http/schemas.ts';
+import { accountIdOf, apiKeyOf } from '../../http/auth.ts';
+import { IdParams, s1Errors, s2Errors } from '../../http/schemas.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
+import { S1StatusBody, S1StatusResponse, StageMoveBody, StageMoveResponse } from './crm.schemas.ts';
+import type { CrmService, MoveContext } from './crm.service.ts';
 
 const auth = { accept: ['api_key' as const], permission: 'crm' as const, module: 'crm' as const };
 
@@ -15,9 +18,14 @@ const PipelineList = Type.Object({
   ),
 });
 
-export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService }> = async (
+function moveContext(request: FastifyRequest): MoveContext {
+  const key = apiKeyOf(request);
+  return { accountId: key.account.id, actor: `api:${key.keyName}`, requestId: request.id, chain: 0 };
+}
+
+export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; crm: CrmService }> = async (
   app,
-  { entities },
+  { entities, crm },
 ) => {
   app.get(
     '/api/v1/crm/pipelines',
@@ -38,5 +46,50 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService }>
           pipelines: entity.pipelines.map((p) => ({ name: p.name, stages: p.stages.map((s) => s.name) })),
         })),
     }),
+  );
+
+  app.post(
+    '/api/v1/crm/records/:id/stage',
+    {
+      config: { auth },
+      schema: {
+        tags: ['CRM'],
+        operationId: 'moveRecordStage',
+        summary:
+          "Move a record to a stage: its stay, history, webhooks and the target stage's automations follow; the same stage is a no-op",
+        params: IdParams,
+        body: StageMoveBody,
+        response: { 200: StageMoveResponse, ...s2Errors },
+      },
+    },
+    async (request) => {
+      const move = await crm.moveStage(moveContext(request), request.params.id, request.body);
+      return { id: move.id, crm: move.crm, previous: move.previous };
+    },
+  );
+
+  app.patch(
+    '/api/leads/:id/status',
+    {
+      config: { auth },
+      schema: {
+        tags: ['S1'],
+        operationId: 'updateLeadStatusS1',
+        summary: 'Move a lead to a status (the stage move; automations of the status run)',
+        params: IdParams,
+        body: S1StatusBody,
+        response: { 200: S1StatusResponse, ...s1Errors },
+      },
+    },
+    async (request) => {
+      const { status_step: stage, pipeline } = request.body;
+      const move = await crm.moveStage(
+        moveContext(request),
+        request.params.id,
+        { stage, pipeline },
+        'status_step',
+      );
+      return { status: 'success' as const, lead_id: move.id, new_status: move.crm.stage };
+    },
   );
 };

@@ -7,8 +7,9 @@ import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
 import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
+import { firstStage, type Placement, resolveStage } from '../crm/crm.stages.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
-import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
+import type { EntityDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
 import {
@@ -87,42 +88,6 @@ export interface IntakeOutcome {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function resolveStage(
-  entity: EntityDef,
-  crm: NonNullable<Handover['crm']>,
-): { pipeline: PipelineDef; stage: StageDef } | ValidationDetail {
-  let pipeline: PipelineDef | undefined;
-  if (crm.pipeline) {
-    pipeline = entity.pipelines.find((p) => p.name === crm.pipeline || p.id === crm.pipeline?.toLowerCase());
-    if (!pipeline) {
-      return {
-        key: `${crm.keyPrefix}pipeline`,
-        reason: 'not_allowed',
-        message: `no pipeline ${crm.pipeline} on ${entity.key}`,
-      };
-    }
-  } else if (entity.pipelines.length === 1) {
-    pipeline = entity.pipelines[0];
-  } else if (entity.pipelines.length === 0) {
-    return { key: `${crm.keyPrefix}stage`, reason: 'not_allowed', message: `${entity.key} has no pipeline` };
-  } else {
-    return {
-      key: `${crm.keyPrefix}pipeline`,
-      reason: 'required',
-      message: `${entity.key} has several pipelines: name one`,
-    };
-  }
-  const stage = pipeline!.stages.find((s) => s.name === crm.stage || s.id === crm.stage.toLowerCase());
-  if (!stage) {
-    return {
-      key: `${crm.keyPrefix}stage`,
-      reason: 'not_allowed',
-      message: `no stage ${crm.stage} in ${pipeline!.name}`,
-    };
-  }
-  return { pipeline: pipeline!, stage };
-}
-
 /** Values of the incoming handover that overwrite a stored record: the non-empty ones. */
 function merge(
   stored: Record<string, unknown>,
@@ -199,7 +164,7 @@ export function createIntakeService({
     entity: EntityDef;
     values: Record<string, FieldValue>;
     warnings: Warning[];
-    placement: { pipeline: PipelineDef; stage: StageDef } | null;
+    placement: Placement | null;
     assigneeId: string | null;
     viewerIds: string[];
   }
@@ -262,12 +227,12 @@ export function createIntakeService({
     }
     let placement: Prepared['placement'] = null;
     if (handover.crm) {
-      const resolved = resolveStage(entity, handover.crm);
+      const resolved = resolveStage(entity, handover.crm, handover.crm.keyPrefix);
       if ('reason' in resolved) problems.push(resolved);
       else placement = resolved;
-    } else if (entity.pipelines[0]?.stages[0]) {
+    } else {
       // A new record enters its entity's first pipeline at the first stage, as a card would.
-      placement = { pipeline: entity.pipelines[0], stage: entity.pipelines[0].stages[0] };
+      placement = firstStage(entity);
     }
     let assigneeId: string | null = null;
     let viewerIds: string[] = [];

@@ -26,6 +26,8 @@ export interface NoteSender {
   /** The API key's name, shown beside the sender `api` in the record's history. */
   keyName: string | null;
   requestId: string;
+  /** The history's actor when not the API (`automation:<name>` for an automation's note). */
+  actor?: string;
 }
 
 function presentNote(note: { id: string; record_id: string; kind: string; created_at: Date }) {
@@ -115,7 +117,13 @@ export function createNotesService({
             },
             {
               message: truncate(input.body, 500),
-              data: { sender: 'api', sender_name: sender.keyName, kind, request_id: sender.requestId },
+              actor: sender.actor,
+              data: {
+                sender: sender.actor ? 'automation' : 'api',
+                sender_name: sender.keyName,
+                kind,
+                request_id: sender.requestId,
+              },
             },
             tx,
           );

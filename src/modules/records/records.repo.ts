@@ -459,7 +459,8 @@ export function createRecordsRepo(db: Executor) {
     async insertNoteWithEvent(
       accountId: string,
       note: NoteInput,
-      event: { message: string; data: Record<string, unknown> },
+      /** `actor` as stored in the history (see records.service `actorOf`); the API by default. */
+      event: { message: string; data: Record<string, unknown>; actor?: string },
       tx: Executor = db,
     ) {
       const result = await sql<{ id: string; record_id: string; kind: string; created_at: Date }>`
@@ -470,7 +471,7 @@ export function createRecordsRepo(db: Executor) {
           RETURNING id, record_id, kind, created_at
         ), added AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', ${event.message}, 'api',
+          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', ${event.message}, ${event.actor ?? 'api'},
             ${toJson(event.data)}::jsonb
           FROM note
         )
@@ -529,6 +530,7 @@ function selectFullRecords(tx: Executor, accountId: string) {
       'records.origin',
       'records.external_id',
       'records.stage_id',
+      'records.stage_entered_at',
       'pipelines.name as pipeline_name',
       'stages.name as stage_name',
       'records.created_at',
@@ -602,6 +604,60 @@ export function createRecordsReadRepo(db: Executor) {
           WHERE account_id = ${accountId} AND id = ${recordId}
         ) AS history
         ORDER BY created_at DESC, kind DESC, id DESC
+        LIMIT ${limit} ${PREPARED}`.execute(tx);
+      return result.rows;
+    },
+
+    /**
+     * One page of a record's history, newest first, after the cursor position (`created_at`,
+     * `id` of the last entry shown). The creation is made from the row (see `latestEvents`); it is
+     * the oldest entry, so a cursor at it (the record's own id) ends the history.
+     */
+    async historyPage(
+      accountId: string,
+      recordId: string,
+      limit: number,
+      after: { createdAt: string; id: string } | null,
+      tx: Executor = db,
+    ) {
+      if (after?.id === recordId) return [];
+      const at = after ? new Date(after.createdAt) : null;
+      const result = await sql<{
+        id: string;
+        type: string;
+        message: string;
+        actor: string;
+        data: Record<string, unknown>;
+        created_at: Date;
+      }>`
+        SELECT id, type, message, actor, data, created_at FROM (
+          SELECT id, type, message, actor, data, created_at, 1 AS kind FROM record_events
+          WHERE account_id = ${accountId} AND record_id = ${recordId}
+          UNION ALL
+          SELECT id, 'lead_created', 'Created from ' || source,
+            CASE WHEN source_id IS NULL THEN 'api' ELSE 'source:' || source END,
+            jsonb_build_object('source', source), created_at, 0 FROM records
+          WHERE account_id = ${accountId} AND id = ${recordId}
+        ) AS history
+        WHERE ${at}::timestamptz IS NULL OR (created_at, kind, id) < (${at}::timestamptz, 1, ${after?.id ?? null}::uuid)
+        ORDER BY created_at DESC, kind DESC, id DESC
+        LIMIT ${limit} ${PREPARED}`.execute(tx);
+      return result.rows;
+    },
+
+    /** A record's stays in stages, newest first: the current one (from the row) and those that ended. */
+    async stays(accountId: string, recordId: string, limit: number, tx: Executor = db) {
+      const result = await sql<{ pipeline: string; stage: string; entered_at: Date; left_at: Date | null }>`
+        SELECT p.name AS pipeline, s.name AS stage, stay.entered_at, stay.left_at FROM (
+          SELECT pipeline_id, stage_id, stage_entered_at AS entered_at, NULL::timestamptz(3) AS left_at FROM records
+          WHERE account_id = ${accountId} AND id = ${recordId} AND stage_id IS NOT NULL
+          UNION ALL
+          SELECT pipeline_id, stage_id, entered_at, left_at FROM stage_history
+          WHERE account_id = ${accountId} AND record_id = ${recordId}
+        ) AS stay
+        JOIN stages s ON s.account_id = ${accountId} AND s.id = stay.stage_id
+        JOIN pipelines p ON p.account_id = ${accountId} AND p.id = stay.pipeline_id
+        ORDER BY stay.entered_at DESC, stay.left_at DESC NULLS FIRST
         LIMIT ${limit} ${PREPARED}`.execute(tx);
       return result.rows;
     },

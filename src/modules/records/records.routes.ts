@@ -5,10 +5,12 @@ import { IdParams, s1Errors, s2Errors } from '../../http/schemas.ts';
 import type { NotesService } from '../notes/notes.service.ts';
 import type { RecordsApi } from './records.api.ts';
 import {
+  HistoryQuery,
   IssuedToken,
   IssueTokenBody,
   PatchRecordBody,
   PatchRecordResponse,
+  RecordHistory,
   RecordList,
   RecordListQuery,
   RecordOut,
@@ -50,6 +52,22 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => records.get(accountIdOf(request), request.params.id),
+  );
+
+  app.get(
+    '/api/v1/records/:id/history',
+    {
+      config: { auth: read },
+      schema: {
+        tags,
+        operationId: 'getRecordHistory',
+        summary: "A record's history, newest first, and its stays in stages with the time in each",
+        params: IdParams,
+        querystring: HistoryQuery,
+        response: { 200: RecordHistory, ...s2Errors },
+      },
+    },
+    async (request) => records.history(accountIdOf(request), request.params.id, request.query),
   );
 
   app.get(

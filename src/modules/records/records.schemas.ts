@@ -22,7 +22,42 @@ export const RecordOut = Type.Object({
   documents: Type.Array(DocumentOut),
   created_at: Timestamp,
   updated_at: Timestamp,
-  crm: Type.Union([Type.Object({ pipeline: Type.String(), stage: Type.String() }), Type.Null()]),
+  crm: Type.Union([
+    Type.Object({ pipeline: Type.String(), stage: Type.String(), entered_at: Timestamp }),
+    Type.Null(),
+  ]),
+});
+
+export const HistoryQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  cursor: Type.Optional(Cursor),
+});
+
+export const RecordHistory = Type.Object({
+  events: Type.Array(
+    Type.Object({
+      id: Uuid,
+      type: Type.String(),
+      message: Type.String(),
+      data: Type.Record(Type.String(), Type.Unknown()),
+      actor: Type.Object({
+        type: Type.String({ enum: ['api_key', 'source', 'record_token', 'automation', 'system'] }),
+        name: Type.String(),
+      }),
+      created_at: Timestamp,
+    }),
+  ),
+  stages: Type.Array(
+    Type.Object({
+      pipeline: Type.String(),
+      stage: Type.String(),
+      entered_at: Timestamp,
+      left_at: Type.Union([Timestamp, Type.Null()]),
+      seconds: Type.Integer({ minimum: 0, description: 'time in the stage; up to now for the current stay' }),
+    }),
+    { description: 'stays in stages, newest first (on the first page only)' },
+  ),
+  next_cursor: NextCursor,
 });
 
 export const RecordList = Type.Object({ records: Type.Array(RecordOut), next_cursor: NextCursor });

@@ -49,6 +49,27 @@ export function isoWithOffset(value: Date): string {
   return value.toISOString().replace('Z', '+00:00');
 }
 
+/** Stays listed by the history (newest first); a record moved more often shows its latest. */
+const MAX_STAYS = 500;
+
+const ACTOR_TYPES: Record<string, 'api_key' | 'source' | 'record_token' | 'automation' | 'system'> = {
+  api: 'api_key',
+  source: 'source',
+  record_token: 'record_token',
+  automation: 'automation',
+  system: 'system',
+};
+
+/** A stored actor (`api:<key name>`, `source:<name>`, `automation:<name>`, `record_token`, `system`) as history shows it. */
+export function actorOf(stored: string): { type: string; name: string } {
+  const colon = stored.indexOf(':');
+  const prefix = colon === -1 ? stored : stored.slice(0, colon);
+  const type = ACTOR_TYPES[prefix] ?? 'system';
+  const name =
+    colon === -1 ? (type === 'api_key' ? 'API' : prefix.replace('_', ' ')) : stored.slice(colon + 1);
+  return { type, name };
+}
+
 /** Who changes a record, for history and strict mode. */
 export interface ChangeContext {
   accountId: string;
@@ -85,7 +106,13 @@ export function createRecordsService({ db, entities, records, reads, outbound }:
       documents: documents.map(presentDocument),
       created_at: iso(record.created_at),
       updated_at: iso(record.updated_at),
-      crm: record.stage_name ? { pipeline: record.pipeline_name ?? '', stage: record.stage_name } : null,
+      crm: record.stage_name
+        ? {
+            pipeline: record.pipeline_name ?? '',
+            stage: record.stage_name,
+            entered_at: iso(record.stage_entered_at ?? record.created_at),
+          }
+        : null,
     };
   }
 
@@ -277,6 +304,39 @@ export function createRecordsService({ db, entities, records, reads, outbound }:
       return { token, expires_at: iso(row.expires_at) };
     },
 
+    /** GET /api/v1/records/{id}/history (decisions §7): events a page at a time, and the stays. */
+    async history(accountId: string, id: string, query: { limit?: number; cursor?: string }) {
+      const limit = query.limit ?? 100;
+      const after = decodeCursor(query.cursor);
+      await load(accountId, id);
+      const rows = await reads.historyPage(accountId, id, limit + 1, after);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      const stays = after ? [] : await reads.stays(accountId, id, MAX_STAYS);
+      const now = Date.now();
+      return {
+        events: page.map((event) => ({
+          id: event.id,
+          type: event.type,
+          message: event.message,
+          data: event.data,
+          actor: actorOf(event.actor),
+          created_at: iso(event.created_at),
+        })),
+        stages: stays.map((stay) => ({
+          pipeline: stay.pipeline,
+          stage: stay.stage,
+          entered_at: iso(stay.entered_at),
+          left_at: stay.left_at ? iso(stay.left_at) : null,
+          seconds: Math.max(
+            0,
+            Math.floor(((stay.left_at?.getTime() ?? now) - stay.entered_at.getTime()) / 1000),
+          ),
+        })),
+        next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null,
+      };
+    },
+
     /** S1 read view (interface: GET /leads/{id}). */
     async getLead(accountId: string, id: string) {
       const record = await load(accountId, id);
@@ -287,7 +347,8 @@ export function createRecordsService({ db, entities, records, reads, outbound }:
         status_step: record.stage_name ?? null,
         fields: record.fields,
         events: events.map((event) => ({
-          type: event.type,
+          // S1 calls a stage move a status event (interface: Events).
+          type: event.type === 'stage_changed' ? 'lead_status_event' : event.type,
           message: event.message,
           created_at: isoWithOffset(event.created_at),
         })),

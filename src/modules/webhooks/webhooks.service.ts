@@ -26,7 +26,7 @@ function present(row: DestinationRow) {
 }
 
 /** http(s), absolute, no credentials; where it points is checked at each send (the address may change). */
-function checkUrl(url: string, problems: ValidationDetail[]) {
+export function checkUrl(url: string, problems: ValidationDetail[]) {
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);

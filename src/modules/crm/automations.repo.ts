@@ -1,0 +1,136 @@
+import { sql } from 'kysely';
+import { toJson } from '../../db/json.ts';
+import { PREPARED } from '../../db/prepared.ts';
+import type { Executor } from '../../db/types.ts';
+
+export interface AutomationRow {
+  id: string;
+  name: string;
+  action: string;
+  config: Record<string, unknown>;
+  enabled: boolean;
+  destination_id: string | null;
+  stage_id: string;
+  stage: string;
+  pipeline: string;
+  entity_id: string;
+  entity: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AutomationInput {
+  stageId: string;
+  name: string;
+  action: string;
+  config: Record<string, unknown>;
+  enabled: boolean;
+  destinationId: string | null;
+}
+
+function columnsOf(input: AutomationInput) {
+  return {
+    stage_id: input.stageId,
+    name: input.name,
+    action: input.action,
+    config: toJson(input.config),
+    enabled: input.enabled,
+    destination_id: input.destinationId,
+  };
+}
+
+function selectAutomations(tx: Executor, accountId: string) {
+  return tx
+    .selectFrom('automations as a')
+    .innerJoin('stages as s', (join) =>
+      join.onRef('s.account_id', '=', 'a.account_id').onRef('s.id', '=', 'a.stage_id'),
+    )
+    .innerJoin('pipelines as p', (join) =>
+      join.onRef('p.account_id', '=', 's.account_id').onRef('p.id', '=', 's.pipeline_id'),
+    )
+    .innerJoin('entities as e', (join) =>
+      join.onRef('e.account_id', '=', 'p.account_id').onRef('e.id', '=', 'p.entity_id'),
+    )
+    .select([
+      'a.id',
+      'a.name',
+      'a.action',
+      'a.config',
+      'a.enabled',
+      'a.destination_id',
+      'a.stage_id',
+      's.name as stage',
+      'p.name as pipeline',
+      'e.id as entity_id',
+      'e.key as entity',
+      'a.created_at',
+      'a.updated_at',
+    ])
+    .where('a.account_id', '=', accountId);
+}
+
+export function createAutomationsRepo(db: Executor) {
+  return {
+    find(accountId: string, id: string, tx: Executor = db): Promise<AutomationRow | undefined> {
+      return selectAutomations(tx, accountId).where('a.id', '=', id).executeTakeFirst();
+    },
+
+    list(
+      accountId: string,
+      limit: number,
+      after: { createdAt: string; id: string } | null,
+      tx: Executor = db,
+    ) {
+      let query = selectAutomations(tx, accountId);
+      if (after) {
+        const at = new Date(after.createdAt);
+        query = query.where((eb) =>
+          eb.or([
+            eb('a.created_at', '>', at),
+            eb.and([eb('a.created_at', '=', at), eb('a.id', '>', after.id)]),
+          ]),
+        );
+      }
+      return query.orderBy('a.created_at').orderBy('a.id').limit(limit).execute();
+    },
+
+    count(accountId: string, tx: Executor = db) {
+      return tx
+        .selectFrom('automations')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('account_id', '=', accountId)
+        .executeTakeFirstOrThrow()
+        .then((row) => Number(row.n));
+    },
+
+    /** Enabled automations of a stage, in the order they were made: what a move into it runs. */
+    async enabledForStage(accountId: string, stageId: string, tx: Executor = db) {
+      const result = await sql<{ id: string }>`
+        SELECT id FROM automations WHERE account_id = ${accountId} AND stage_id = ${stageId} AND enabled
+        ORDER BY position, created_at, id ${PREPARED}`.execute(tx);
+      return result.rows.map((row) => row.id);
+    },
+
+    async insert(accountId: string, id: string, input: AutomationInput, tx: Executor = db) {
+      await tx
+        .insertInto('automations')
+        .values({ account_id: accountId, id, ...columnsOf(input) })
+        .execute();
+    },
+
+    async update(accountId: string, id: string, input: AutomationInput, tx: Executor = db) {
+      await tx
+        .updateTable('automations')
+        .set({ ...columnsOf(input), updated_at: new Date() })
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .execute();
+    },
+
+    async delete(accountId: string, id: string, tx: Executor = db) {
+      await tx.deleteFrom('automations').where('account_id', '=', accountId).where('id', '=', id).execute();
+    },
+  };
+}
+
+export type AutomationsRepo = ReturnType<typeof createAutomationsRepo>;

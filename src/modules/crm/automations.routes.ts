@@ -1,0 +1,101 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { accountIdOf } from '../../http/auth.ts';
+import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import {
+  Automation,
+  AutomationList,
+  AutomationWithSecret,
+  CreateAutomationBody,
+  UpdateAutomationBody,
+} from './automations.schemas.ts';
+import type { AutomationsService } from './automations.service.ts';
+
+const auth = { accept: ['api_key' as const], permission: 'settings' as const, module: 'crm' as const };
+const tags = ['CRM'];
+
+/** Settings API of CRM automations (decisions §7). */
+export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: AutomationsService }> = async (
+  app,
+  { automations },
+) => {
+  app.post(
+    '/api/v1/settings/automations',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'createAutomation',
+        summary: 'Add an automation to a stage; a webhook action answers its signing secret once',
+        body: CreateAutomationBody,
+        response: { 201: AutomationWithSecret, ...s2Errors },
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(await automations.create(accountIdOf(request), request.body)),
+  );
+
+  app.get(
+    '/api/v1/settings/automations',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'listAutomations',
+        summary: 'The automations of the account, oldest first',
+        querystring: PageQuery,
+        response: { 200: AutomationList, ...s2Errors },
+      },
+    },
+    async (request) => automations.list(accountIdOf(request), request.query),
+  );
+
+  app.get(
+    '/api/v1/settings/automations/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'getAutomation',
+        summary: 'One automation',
+        params: IdParams,
+        response: { 200: Automation, ...s2Errors },
+      },
+    },
+    async (request) => automations.get(accountIdOf(request), request.params.id),
+  );
+
+  app.patch(
+    '/api/v1/settings/automations/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'updateAutomation',
+        summary: 'Change an automation; what is not named stays',
+        params: IdParams,
+        body: UpdateAutomationBody,
+        response: { 200: AutomationWithSecret, ...s2Errors },
+      },
+    },
+    async (request) => automations.update(accountIdOf(request), request.params.id, request.body),
+  );
+
+  app.delete(
+    '/api/v1/settings/automations/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'deleteAutomation',
+        summary: 'Delete an automation (runs already queued find it gone and do nothing)',
+        params: IdParams,
+        response: { 204: Type.Null(), ...s2Errors },
+      },
+    },
+    async (request, reply) => {
+      await automations.remove(accountIdOf(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+};

@@ -1,0 +1,101 @@
+import { Type } from 'typebox';
+import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+
+export const ACTION_TYPES = ['webhook', 'email', 'note', 'distribute', 'move_stage'] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
+
+const nameSchema = (description?: string) =>
+  Type.String({ minLength: 1, maxLength: 100, ...(description ? { description } : {}) });
+const Name = nameSchema();
+
+/** One object for every type: which members a type takes is checked by the service, which names the member. */
+export const AutomationAction = Type.Object(
+  {
+    type: Type.String({ enum: [...ACTION_TYPES] }),
+    url: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 2000, description: 'webhook: where to POST, signed' }),
+    ),
+    to: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 320,
+        description: 'email: an address, or `{{field}}` naming a field',
+      }),
+    ),
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'email: a template' })),
+    body: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 20_000,
+        description:
+          'email and note: a template; an email body with markup is sent as HTML, its values escaped',
+      }),
+    ),
+    record_token_fields: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+        minItems: 1,
+        maxItems: 100,
+        description: 'email: the fields the `{{record_token}}` opens',
+      }),
+    ),
+    record_token_days: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 30,
+        description: 'email: lifetime of the record token in days (30 when not given)',
+      }),
+    ),
+    pipeline: Type.Optional(nameSchema('move_stage: the target pipeline')),
+    stage: Type.Optional(nameSchema('move_stage: the target stage')),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'webhook: url; email: to, subject, body, record_token_fields?, record_token_days?; note: body; distribute (needs the distribution module: 422 module_not_enabled); move_stage: stage, pipeline?. A member another type takes, an unknown field or stage answers 422',
+  },
+);
+
+export const CreateAutomationBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    entity: nameSchema('an entity key of the account; another answers 422 unknown_entity'),
+    pipeline: Type.Optional(nameSchema('required when the entity has several pipelines')),
+    stage: nameSchema('the target stage: a move into it runs the automation'),
+    action: AutomationAction,
+    enabled: Type.Optional(Type.Boolean({ default: true })),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateAutomationBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    entity: Type.Optional(Name),
+    pipeline: Type.Optional(Name),
+    stage: Type.Optional(Name),
+    action: Type.Optional(AutomationAction),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const Automation = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  entity: Type.String(),
+  pipeline: Type.String(),
+  stage: Type.String(),
+  action: Type.Record(Type.String(), Type.Unknown()),
+  enabled: Type.Boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const AutomationWithSecret = Type.Object({
+  ...Automation.properties,
+  secret: Type.Optional(
+    Type.String({ description: 'webhook actions: `whsec_…`, shown only when the webhook is created' }),
+  ),
+});
+
+export const AutomationList = Type.Object({ automations: Type.Array(Automation), next_cursor: NextCursor });

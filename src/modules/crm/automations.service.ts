@@ -1,0 +1,544 @@
+import { randomUUID } from 'node:crypto';
+import type { Db, Executor } from '../../db/types.ts';
+import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { iso } from '../../http/schemas.ts';
+import type { JobEnqueuer } from '../../jobs/queue.ts';
+import { decodeCursor, pageOf } from '../../lib/cursor.ts';
+import type { MessageOutcome, OutboundService } from '../../outbound/outbound.service.ts';
+import type { EntityDef } from '../entities/entities.model.ts';
+import type { EntitiesService } from '../entities/entities.service.ts';
+import type { NotesService } from '../notes/notes.service.ts';
+import { recordEventData } from '../records/record-webhooks.ts';
+import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
+import type { RecordsService } from '../records/records.service.ts';
+import { checkUrl } from '../webhooks/webhooks.service.ts';
+import { runAutomationJob } from './automations.jobs.ts';
+import type { AutomationInput, AutomationRow, AutomationsRepo } from './automations.repo.ts';
+import type { ActionType } from './automations.schemas.ts';
+import type { CrmService, MoveContext, StageMove } from './crm.service.ts';
+import { resolveStage } from './crm.stages.ts';
+import { looksLikeHtml, render, templateProblems, textOf, variablesOf } from './templates.ts';
+
+/** The outbound engine's purpose of automation webhooks, and the hook that learns their outcome. */
+export const AUTOMATION_WEBHOOK = 'automation';
+const OUTCOME_HOOK = 'crm.automation';
+/** Moves that automations may make, one after another, from one request's move (decisions §7). */
+export const MAX_CHAINED_MOVES = 10;
+const MAX_AUTOMATIONS = 500;
+const EMAIL = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
+
+/** Members each action type takes (besides `type`); any other is refused, so that a typo is not ignored. */
+const MEMBERS: Record<ActionType, string[]> = {
+  webhook: ['url'],
+  email: ['to', 'subject', 'body', 'record_token_fields', 'record_token_days'],
+  note: ['body'],
+  distribute: [],
+  move_stage: ['pipeline', 'stage'],
+};
+const REQUIRED: Record<ActionType, string[]> = {
+  webhook: ['url'],
+  email: ['to', 'subject', 'body'],
+  note: ['body'],
+  distribute: [],
+  move_stage: ['stage'],
+};
+
+export interface ActionInput {
+  type: string;
+  url?: string;
+  to?: string;
+  subject?: string;
+  body?: string;
+  record_token_fields?: string[];
+  record_token_days?: number;
+  pipeline?: string;
+  stage?: string;
+}
+
+export interface AutomationSettings {
+  name: string;
+  entity: string;
+  pipeline?: string;
+  stage: string;
+  action: ActionInput;
+  enabled?: boolean;
+}
+
+/** The stored action: as configured, with the target stage's id for move_stage. */
+type StoredAction = ActionInput & { stage_id?: string };
+
+function present(row: AutomationRow) {
+  const { stage_id: _, ...action } = row.config as unknown as StoredAction;
+  return {
+    id: row.id,
+    name: row.name,
+    entity: row.entity,
+    pipeline: row.pipeline,
+    stage: row.stage,
+    action: action as unknown as Record<string, unknown>,
+    enabled: row.enabled,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function notFound(): AppError {
+  return new AppError('not_found', { message: 'Automation not found' });
+}
+
+/** Checks an action against the entity: unknown stage, field or type is refused now, never at run time. */
+function checkAction(entity: EntityDef, action: ActionInput, problems: ValidationDetail[]): StoredAction {
+  const type = action.type as ActionType;
+  const allowed = MEMBERS[type];
+  for (const member of Object.keys(action)) {
+    if (member !== 'type' && !allowed.includes(member)) {
+      problems.push({
+        key: `action.${member}`,
+        reason: 'not_allowed',
+        message: `a ${type} action takes no ${member}`,
+      });
+    }
+  }
+  for (const member of REQUIRED[type]) {
+    if ((action as unknown as Record<string, unknown>)[member] === undefined) {
+      problems.push({
+        key: `action.${member}`,
+        reason: 'required',
+        message: `a ${type} action needs ${member}`,
+      });
+    }
+  }
+  const stored: StoredAction = { ...action };
+  if (type === 'webhook' && action.url !== undefined) {
+    const urlProblems: ValidationDetail[] = [];
+    checkUrl(action.url, urlProblems);
+    problems.push(...urlProblems.map((p) => ({ ...p, key: 'action.url' })));
+  }
+  if (type === 'email' || type === 'note') {
+    for (const member of ['subject', 'body'] as const) {
+      const template = action[member];
+      if (template !== undefined) problems.push(...templateProblems(template, entity, `action.${member}`));
+    }
+  }
+  if (type === 'email') {
+    const to = action.to?.trim();
+    if (to !== undefined) {
+      const variables = variablesOf(to);
+      if (variables.length > 0) {
+        if (variables.length !== 1 || !entity.fields.some((f) => f.key === variables[0])) {
+          problems.push({
+            key: 'action.to',
+            reason: 'unknown_field',
+            message: '`to` names one field as {{field}}',
+          });
+        }
+      } else if (!EMAIL.test(to)) {
+        problems.push({
+          key: 'action.to',
+          reason: 'invalid_format',
+          message: 'an email address or {{field}}',
+        });
+      }
+    }
+    for (const field of action.record_token_fields ?? []) {
+      if (!entity.fields.some((f) => f.key === field)) {
+        problems.push({
+          key: 'action.record_token_fields',
+          reason: 'unknown_field',
+          message: `no field ${field}`,
+        });
+      }
+    }
+    const usesToken = [action.subject, action.body].some((t) => t && variablesOf(t).includes('record_token'));
+    if (usesToken && !action.record_token_fields) {
+      problems.push({
+        key: 'action.record_token_fields',
+        reason: 'required',
+        message: '{{record_token}} needs the fields it opens',
+      });
+    }
+  }
+  if (type === 'distribute') {
+    // The distribution entry point does not exist in this version: no account can run it yet.
+    problems.push({
+      key: 'action.type',
+      reason: 'module_not_enabled',
+      message: 'distribute needs the distribution module',
+    });
+  }
+  if (type === 'move_stage' && action.stage !== undefined) {
+    const placement = resolveStage(entity, { stage: action.stage, pipeline: action.pipeline }, 'action.');
+    if ('reason' in placement) problems.push(placement);
+    else
+      Object.assign(stored, {
+        pipeline: placement.pipeline.name,
+        stage: placement.stage.name,
+        stage_id: placement.stage.id,
+      });
+  }
+  return stored;
+}
+
+export interface AutomationsServiceDeps {
+  db: Db;
+  repo: AutomationsRepo;
+  entities: EntitiesService;
+  outbound: OutboundService;
+  crm: CrmService;
+  records: RecordsService;
+  recordsRepo: RecordsRepo;
+  reads: RecordsReadRepo;
+  notes: NotesService;
+  jobs?: JobEnqueuer;
+}
+
+/** CRM automations (decisions §7): settings, the jobs a move enqueues, and their runs. */
+export function createAutomationsService(deps: AutomationsServiceDeps) {
+  const { db, repo, entities, outbound, crm, recordsRepo, reads, jobs } = deps;
+
+  async function load(accountId: string, id: string, tx: Executor = db) {
+    const row = await repo.find(accountId, id, tx);
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /** Checks settings and answers what is stored; throws 422 naming every problem. */
+  async function check(accountId: string, settings: AutomationSettings) {
+    const problems: ValidationDetail[] = [];
+    const entity = await entities.find(accountId, settings.entity);
+    if (!entity || entity.archived) {
+      throw new AppError('validation_failed', {
+        details: [{ key: 'entity', reason: 'unknown_entity', message: `no entity ${settings.entity}` }],
+      });
+    }
+    const placement = resolveStage(entity, { stage: settings.stage, pipeline: settings.pipeline });
+    if ('reason' in placement) problems.push(placement);
+    const action = checkAction(entity, settings.action, problems);
+    if (problems.length > 0 || 'reason' in placement)
+      throw new AppError('validation_failed', { details: problems });
+    return { stageId: placement.stage.id, action };
+  }
+
+  /**
+   * Writes an automation (new when `previous` is null) and keeps its webhook destination in step
+   * with its action; answers it, with the signing secret when a destination was made.
+   */
+  async function save(
+    accountId: string,
+    id: string,
+    settings: AutomationSettings,
+    checked: { stageId: string; action: StoredAction },
+    previous: AutomationRow | null,
+  ) {
+    const { stageId, action } = checked;
+    return db.transaction().execute(async (tx) => {
+      let destinationId = previous?.destination_id ?? null;
+      let secret: string | undefined;
+      if (action.type === 'webhook' && destinationId) {
+        await outbound.updateDestination(
+          accountId,
+          AUTOMATION_WEBHOOK,
+          destinationId,
+          { url: action.url! },
+          false,
+          tx,
+        );
+      } else if (action.type === 'webhook') {
+        const destination = await outbound.createDestination(
+          accountId,
+          AUTOMATION_WEBHOOK,
+          { url: action.url!, events: [], description: settings.name },
+          tx,
+        );
+        secret = destination.secret;
+        destinationId = destination.row.id;
+      } else if (destinationId) {
+        await outbound.deleteDestination(accountId, AUTOMATION_WEBHOOK, destinationId, tx);
+        destinationId = null;
+      }
+      const input: AutomationInput = {
+        stageId,
+        name: settings.name,
+        action: action.type,
+        config: action as unknown as Record<string, unknown>,
+        enabled: settings.enabled ?? true,
+        destinationId,
+      };
+      if (previous) await repo.update(accountId, id, input, tx);
+      else await repo.insert(accountId, id, input, tx);
+      return { ...present(await load(accountId, id, tx)), ...(secret ? { secret } : {}) };
+    });
+  }
+
+  /** Writes one history result of a run, with the automation as actor. */
+  async function result(
+    tx: Executor,
+    accountId: string,
+    recordId: string,
+    automation: { id: string; name: string; action: string },
+    outcome:
+      | { ok: true; data?: Record<string, unknown> }
+      | { ok: false; reason: string; data?: Record<string, unknown> },
+  ) {
+    await recordsRepo.insertEvents(
+      accountId,
+      [
+        {
+          recordId,
+          type: outcome.ok ? 'automation_ran' : 'automation_failed',
+          message: outcome.ok
+            ? `${automation.name}: ${automation.action} done`
+            : `${automation.name}: ${automation.action} failed (${outcome.reason})`,
+          actor: `automation:${automation.name}`,
+          data: {
+            automation_id: automation.id,
+            automation: automation.name,
+            action: automation.action,
+            ...(outcome.ok ? {} : { reason: outcome.reason }),
+            ...outcome.data,
+          },
+        },
+      ],
+      tx,
+    );
+  }
+
+  /** The move's transaction: one job per enabled automation of the target stage. */
+  async function afterMove(tx: Executor, ctx: MoveContext, move: StageMove) {
+    const ids = await repo.enabledForStage(ctx.accountId, move.stageId, tx);
+    if (ids.length === 0) return;
+    if (!jobs) throw new Error('automations need the job queue');
+    for (const automationId of ids) {
+      await jobs.enqueue(tx, runAutomationJob, {
+        accountId: ctx.accountId,
+        recordId: move.id,
+        automationId,
+        stage: move.crm.stage,
+        chain: ctx.chain,
+      });
+    }
+  }
+
+  /** The final outcome of an automation's webhook or email, in the transaction of its last attempt. */
+  async function onOutcome(tx: Executor, outcome: MessageOutcome) {
+    if (outcome.status === 'pending' || !outcome.ref) return;
+    const ref = JSON.parse(outcome.ref) as {
+      record: string;
+      automation: string;
+      name: string;
+      action: string;
+    };
+    const automation = { id: ref.automation, name: ref.name, action: ref.action };
+    const data = { message_id: outcome.messageId, attempts: outcome.attempts };
+    const exists = await tx
+      .selectFrom('records')
+      .select('id')
+      .where('account_id', '=', outcome.accountId)
+      .where('id', '=', ref.record)
+      .executeTakeFirst();
+    if (!exists) return;
+    await result(
+      tx,
+      outcome.accountId,
+      ref.record,
+      automation,
+      outcome.status === 'delivered'
+        ? { ok: true, data }
+        : { ok: false, reason: 'delivery_failed', data: { ...data, error: outcome.error } },
+    );
+  }
+  outbound.onOutcome(OUTCOME_HOOK, onOutcome);
+
+  /** Runs one automation for one move (the job's handler). */
+  async function run(
+    /** The job's id, the same for each retry of one run: a note is added once however often it is tried. */
+    jobId: string,
+    payload: {
+      accountId: string;
+      recordId: string;
+      automationId: string;
+      stage: string;
+      chain: number;
+    },
+  ) {
+    const { accountId, recordId } = payload;
+    const row = await repo.find(accountId, payload.automationId);
+    if (!row?.enabled) return { skipped: 'automation_gone_or_disabled' };
+    const record = await reads.findFull(accountId, recordId);
+    if (!record) return { skipped: 'record_gone' };
+    const automation = { id: row.id, name: row.name, action: row.action };
+    const action = row.config as unknown as StoredAction;
+    const fields = record.fields as Record<string, unknown>;
+    const values = (token = ''): Record<string, string> => ({
+      ...Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, textOf(value)])),
+      'record.id': record.id,
+      stage: payload.stage,
+      record_token: token,
+    });
+    const ref = JSON.stringify({ record: recordId, automation: row.id, name: row.name, action: row.action });
+
+    switch (row.action as ActionType) {
+      case 'note': {
+        await deps.notes.add(
+          {
+            accountId,
+            keyName: row.name,
+            requestId: `automation:${row.id}`,
+            actor: `automation:${row.name}`,
+          },
+          {
+            record: recordId,
+            body: render(action.body ?? '', values()),
+            idempotencyKey: `automation:${jobId}`,
+          },
+        );
+        await result(db, accountId, recordId, automation, { ok: true });
+        return { ran: 'note' };
+      }
+      case 'move_stage': {
+        if (payload.chain >= MAX_CHAINED_MOVES) {
+          await result(db, accountId, recordId, automation, { ok: false, reason: 'loop_limit' });
+          return { failed: 'loop_limit' };
+        }
+        await db.transaction().execute(async (tx) => {
+          const move = await crm.moveWithin(
+            tx,
+            {
+              accountId,
+              actor: `automation:${row.name}`,
+              requestId: `automation:${row.id}`,
+              chain: payload.chain + 1,
+            },
+            recordId,
+            {
+              stage: action.stage_id ?? action.stage ?? '',
+              pipeline: action.stage_id ? null : action.pipeline,
+            },
+          );
+          await result(tx, accountId, recordId, automation, {
+            ok: true,
+            data: { stage: move.crm.stage, previous: move.previous },
+          });
+        });
+        return { ran: 'move_stage' };
+      }
+      case 'webhook': {
+        if (!row.destination_id) throw new Error('webhook automation without destination');
+        await db.transaction().execute((tx) =>
+          outbound.enqueueWebhook(tx, accountId, {
+            destinationId: row.destination_id!,
+            type: 'record.stage_changed',
+            data: {
+              ...recordEventData(record.entity_key, record),
+              crm: { pipeline: record.pipeline_name, stage: payload.stage },
+              automation: { id: row.id, name: row.name },
+            },
+            notify: OUTCOME_HOOK,
+            ref,
+          }),
+        );
+        return { enqueued: 'webhook' };
+      }
+      case 'email': {
+        const toTemplate = action.to ?? '';
+        const to =
+          variablesOf(toTemplate).length > 0 ? render(toTemplate, values()).trim() : toTemplate.trim();
+        if (!EMAIL.test(to)) {
+          await result(db, accountId, recordId, automation, { ok: false, reason: 'no_recipient' });
+          return { failed: 'no_recipient' };
+        }
+        const usesToken = [action.subject, action.body].some(
+          (t) => t && variablesOf(t).includes('record_token'),
+        );
+        const token = usesToken
+          ? (
+              await deps.records.issueToken(accountId, recordId, {
+                fields: action.record_token_fields ?? [],
+                expires_in_days: action.record_token_days,
+              })
+            ).token
+          : '';
+        const body = action.body ?? '';
+        const html = looksLikeHtml(body);
+        await db.transaction().execute((tx) =>
+          outbound.enqueueEmail(
+            tx,
+            accountId,
+            {
+              to: [to],
+              subject: render(action.subject ?? '', values(token)).replace(/[\r\n]+/g, ' '),
+              text: html ? render(body.replace(/<[^>]*>/g, ''), values(token)) : render(body, values(token)),
+              ...(html ? { html: render(body, values(token), true) } : {}),
+            },
+            { type: 'automation.email', notify: OUTCOME_HOOK, ref },
+          ),
+        );
+        return { enqueued: 'email' };
+      }
+      default: {
+        await result(db, accountId, recordId, automation, { ok: false, reason: 'module_not_enabled' });
+        return { failed: 'module_not_enabled' };
+      }
+    }
+  }
+
+  return {
+    afterMove,
+    run,
+
+    async create(accountId: string, settings: AutomationSettings) {
+      const { stageId, action } = await check(accountId, settings);
+      if ((await repo.count(accountId)) >= MAX_AUTOMATIONS) {
+        throw new AppError('validation_failed', {
+          details: [
+            {
+              key: 'name',
+              reason: 'too_many',
+              message: `at most ${MAX_AUTOMATIONS} automations per account`,
+            },
+          ],
+        });
+      }
+      return save(accountId, randomUUID(), settings, { stageId, action }, null);
+    },
+
+    async get(accountId: string, id: string) {
+      return present(await load(accountId, id));
+    },
+
+    async list(accountId: string, query: { limit?: number; cursor?: string }) {
+      const limit = query.limit ?? 100;
+      const rows = await repo.list(accountId, limit + 1, decodeCursor(query.cursor));
+      const { items, nextCursor } = pageOf(rows, limit);
+      return { automations: items.map(present), next_cursor: nextCursor };
+    },
+
+    async update(accountId: string, id: string, changes: Partial<AutomationSettings>) {
+      const row = await load(accountId, id);
+      const { stage_id: _, ...storedAction } = row.config as unknown as StoredAction;
+      const movedStage =
+        changes.stage !== undefined || changes.pipeline !== undefined || changes.entity !== undefined;
+      const settings: AutomationSettings = {
+        name: changes.name ?? row.name,
+        entity: changes.entity ?? row.entity,
+        stage: changes.stage ?? (movedStage ? row.stage : row.stage_id),
+        // Another entity has other pipelines: its stage is named afresh (with its pipeline, if several).
+        pipeline: changes.pipeline ?? (changes.entity !== undefined ? undefined : row.pipeline),
+        action: changes.action ?? storedAction,
+        enabled: changes.enabled ?? row.enabled,
+      };
+      return save(accountId, id, settings, await check(accountId, settings), row);
+    },
+
+    async remove(accountId: string, id: string) {
+      const row = await load(accountId, id);
+      await db.transaction().execute(async (tx) => {
+        await repo.delete(accountId, id, tx);
+        if (row.destination_id)
+          await outbound.deleteDestination(accountId, AUTOMATION_WEBHOOK, row.destination_id, tx);
+      });
+    },
+  };
+}
+
+export type AutomationsService = ReturnType<typeof createAutomationsService>;

@@ -1,0 +1,64 @@
+import type { ValidationDetail } from '../../http/errors.ts';
+import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.model.ts';
+
+/** A stage as a caller names it: stage name (or id), and the pipeline when the entity has several. */
+export interface StageTarget {
+  stage: string;
+  pipeline?: string | null;
+}
+
+export interface Placement {
+  pipeline: PipelineDef;
+  stage: StageDef;
+}
+
+/**
+ * The one rule that turns names into a stage (decisions §7), for every door that places or moves
+ * a record: intake's `crm` node and S1 `status:<pipeline>`, the stage move, S1 status changes and
+ * automations. Names match exactly, ids case-insensitively; `keyPrefix` prefixes the detail keys
+ * (`crm.stage`, `status:sales.stage`).
+ */
+export function resolveStage(
+  entity: EntityDef,
+  target: StageTarget,
+  keyPrefix = '',
+): Placement | ValidationDetail {
+  let pipeline: PipelineDef | undefined;
+  if (target.pipeline) {
+    const wanted = target.pipeline;
+    pipeline = entity.pipelines.find((p) => p.name === wanted || p.id === wanted.toLowerCase());
+    if (!pipeline) {
+      return {
+        key: `${keyPrefix}pipeline`,
+        reason: 'not_allowed',
+        message: `no pipeline ${wanted} on ${entity.key}`,
+      };
+    }
+  } else if (entity.pipelines.length === 1) {
+    pipeline = entity.pipelines[0]!;
+  } else if (entity.pipelines.length === 0) {
+    return { key: `${keyPrefix}stage`, reason: 'not_allowed', message: `${entity.key} has no pipeline` };
+  } else {
+    return {
+      key: `${keyPrefix}pipeline`,
+      reason: 'pipeline_required',
+      message: `${entity.key} has several pipelines: name one`,
+    };
+  }
+  const stage = pipeline.stages.find((s) => s.name === target.stage || s.id === target.stage.toLowerCase());
+  if (!stage) {
+    return {
+      key: `${keyPrefix}stage`,
+      reason: 'not_allowed',
+      message: `no stage ${target.stage} in ${pipeline.name}`,
+    };
+  }
+  return { pipeline, stage };
+}
+
+/** Where a new record of the entity starts when intake names no stage: the first stage of the first pipeline. */
+export function firstStage(entity: EntityDef): Placement | null {
+  const pipeline = entity.pipelines[0];
+  const stage = pipeline?.stages[0];
+  return pipeline && stage ? { pipeline, stage } : null;
+}

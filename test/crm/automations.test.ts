@@ -1,0 +1,410 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+import { type Receiver, startReceiver, waitFor } from '../outbound/receiver.ts';
+import { type SmtpServer, startSmtpServer } from '../outbound/smtp-server.ts';
+
+const silent = { info() {}, warn() {}, error() {} };
+
+interface HistoryEvent {
+  type: string;
+  message: string;
+  data: Record<string, any>;
+  actor: { type: string; name: string };
+}
+
+describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
+  let t: TestApp;
+  let smtp: SmtpServer;
+  let receiver: Receiver;
+  let dispatcher: Dispatcher;
+  beforeAll(async () => {
+    smtp = await startSmtpServer();
+    receiver = await startReceiver();
+    t = await startTestApp(kind, {
+      queue: {},
+      outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <noreply@leads.test>', retryScheduleMs: [50, 50] },
+    });
+    dispatcher = createDispatcher(t.services.outbound, silent, { idlePollMs: 20 });
+    dispatcher.start();
+  });
+  afterAll(async () => {
+    await dispatcher?.stop(1_000);
+    await t?.close();
+    await receiver?.close();
+    await smtp?.close();
+  });
+
+  /** Each test has its own account, so that automations of one test never run in another. */
+  const crmAccount = () => accountWithLeads(t, { modules: ['crm'] });
+  const configure = (account: TestAccount, body: object) =>
+    t.request({ method: 'POST', url: '/api/v1/settings/automations', key: account.apiKey, body });
+  const create = async (account: TestAccount, fields: Record<string, unknown>) => {
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/records',
+      key: account.apiKey,
+      body: { entity: 'lead', fields },
+    });
+    expect(response.statusCode).toBe(201);
+    return response.json().id as string;
+  };
+  const move = async (account: TestAccount, id: string, stage: string) => {
+    const response = await t.request({
+      method: 'POST',
+      url: `/api/v1/crm/records/${id}/stage`,
+      key: account.apiKey,
+      body: { stage },
+    });
+    expect(response.statusCode).toBe(200);
+    return response.json();
+  };
+  const events = async (account: TestAccount, id: string): Promise<HistoryEvent[]> =>
+    (
+      await t.request({ method: 'GET', url: `/api/v1/records/${id}/history?limit=500`, key: account.apiKey })
+    ).json().events;
+  const resultOf = (account: TestAccount, id: string, count = 1) =>
+    waitFor(
+      async () => {
+        const found = (await events(account, id)).filter((e) => e.type.startsWith('automation_'));
+        return found.length >= count && found;
+      },
+      15_000,
+      'automation results',
+    );
+
+  describe('happy path', () => {
+    it('creates, lists, reads, changes and deletes automations', async () => {
+      const account = await crmAccount();
+      const created = await configure(account, {
+        name: 'Welcome note',
+        entity: 'lead',
+        stage: 'Contacted',
+        action: { type: 'note', body: 'Contacted {{first_name}}' },
+      });
+      expect(created.statusCode).toBe(201);
+      const automation = created.json();
+      expect(automation).toEqual({
+        id: expect.any(String),
+        name: 'Welcome note',
+        entity: 'lead',
+        pipeline: 'Sales',
+        stage: 'Contacted',
+        action: { type: 'note', body: 'Contacted {{first_name}}' },
+        enabled: true,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+      const url = `/api/v1/settings/automations/${automation.id}`;
+      const list = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/automations',
+        key: account.apiKey,
+      });
+      expect(list.json()).toEqual({ automations: [automation], next_cursor: null });
+      const patched = await t.request({
+        method: 'PATCH',
+        url,
+        key: account.apiKey,
+        body: { enabled: false, stage: 'Won' },
+      });
+      expect(patched.json()).toMatchObject({ enabled: false, stage: 'Won', action: automation.action });
+      expect((await t.request({ method: 'GET', url, key: account.apiKey })).json().stage).toBe('Won');
+      expect((await t.request({ method: 'DELETE', url, key: account.apiKey })).statusCode).toBe(204);
+      // An entity with several pipelines: a change that leaves the stage alone keeps its pipeline.
+      await t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/entities/deal',
+        key: account.apiKey,
+        body: {
+          name: 'Deal',
+          fields: [{ key: 'email', label: 'Email', type: 'text' }],
+          pipelines: [
+            { name: 'Sales', stages: ['Open', 'Won'] },
+            { name: 'Renewal', stages: ['Due', 'Won'] },
+          ],
+        },
+      });
+      const deal = await configure(account, {
+        name: 'Renewed',
+        entity: 'deal',
+        pipeline: 'Renewal',
+        stage: 'Won',
+        action: { type: 'note', body: 'renewed' },
+      });
+      expect(deal.json()).toMatchObject({ pipeline: 'Renewal', stage: 'Won' });
+      const dealUrl = `/api/v1/settings/automations/${deal.json().id}`;
+      const renamed = await t.request({
+        method: 'PATCH',
+        url: dealUrl,
+        key: account.apiKey,
+        body: { name: 'R2' },
+      });
+      expect(renamed.json()).toMatchObject({ name: 'R2', pipeline: 'Renewal', stage: 'Won' });
+      const moved = await t.request({
+        method: 'PATCH',
+        url: dealUrl,
+        key: account.apiKey,
+        body: { stage: 'Due' },
+      });
+      expect(moved.json()).toMatchObject({ pipeline: 'Renewal', stage: 'Due' });
+      expect((await t.request({ method: 'GET', url, key: account.apiKey })).statusCode).toBe(404);
+    });
+
+    it('runs a note action from the queue after the move, with the result in the history', async () => {
+      const account = await crmAccount();
+      await configure(account, {
+        name: 'Note',
+        entity: 'lead',
+        stage: 'Contacted',
+        action: { type: 'note', body: 'Called {{first_name}} ({{record.id}}) in {{stage}}' },
+      });
+      const id = await create(account, { email: 'note@b.co', first_name: 'Ann' });
+      await move(account, id, 'Contacted');
+      const [ran] = await resultOf(account, id);
+      expect(ran).toMatchObject({ type: 'automation_ran', actor: { type: 'automation', name: 'Note' } });
+      const notes = (await events(account, id)).filter((e) => e.type === 'note_added');
+      expect(notes.map((n) => n.message)).toEqual([`Called Ann (${id}) in Contacted`]);
+      expect(notes[0]?.actor).toEqual({ type: 'automation', name: 'Note' });
+      // A move to the same stage runs nothing.
+      await move(account, id, 'Contacted');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect((await events(account, id)).filter((e) => e.type === 'automation_ran')).toHaveLength(1);
+    });
+
+    it('posts a signed webhook and records automation_ran once it was delivered', async () => {
+      const account = await crmAccount();
+      const created = await configure(account, {
+        name: 'Tell the CRM',
+        entity: 'lead',
+        stage: 'Won',
+        action: { type: 'webhook', url: receiver.url },
+      });
+      expect(created.json().secret).toMatch(/^whsec_/);
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/settings/automations/${created.json().id}`,
+        key: account.apiKey,
+      });
+      expect(read.json().secret).toBeUndefined();
+      receiver.verifyWith(created.json().secret);
+      const id = await create(account, { email: 'hook@b.co' });
+      await move(account, id, 'Won');
+      const message = await waitFor(() => receiver.received.find((r) => r.json.data.record.id === id));
+      expect(message.json).toMatchObject({
+        type: 'record.stage_changed',
+        data: { crm: { stage: 'Won' }, automation: { name: 'Tell the CRM' } },
+      });
+      const [ran] = await resultOf(account, id);
+      expect(ran).toMatchObject({
+        type: 'automation_ran',
+        data: { message_id: message.headers['webhook-id'] },
+      });
+      expect(receiver.invalid).toEqual([]);
+    });
+
+    it('records automation_failed delivery_failed only after the last retry', async () => {
+      const failing = await startReceiver();
+      failing.answerAlways({ status: 500 });
+      try {
+        const account = await crmAccount();
+        const created = await configure(account, {
+          name: 'Broken hook',
+          entity: 'lead',
+          stage: 'Won',
+          action: { type: 'webhook', url: failing.url },
+        });
+        failing.verifyWith(created.json().secret);
+        const id = await create(account, { email: 'fail@b.co' });
+        await move(account, id, 'Won');
+        const [failed] = await resultOf(account, id);
+        expect(failed).toMatchObject({
+          type: 'automation_failed',
+          data: { reason: 'delivery_failed', attempts: 3 },
+        });
+        expect(failing.received).toHaveLength(3);
+      } finally {
+        await failing.close();
+      }
+    });
+
+    it('emails through SMTP with escaped values and a record token that opens its fields', async () => {
+      const account = await crmAccount();
+      const created = await configure(account, {
+        name: 'Ask for a phone number',
+        entity: 'lead',
+        stage: 'Contacted',
+        action: {
+          type: 'email',
+          to: '{{email}}',
+          subject: 'Hello {{first_name}}',
+          body: '<p>Hello {{first_name}}, you are {{stage}}. Token: <code>{{record_token}}</code></p>',
+          record_token_fields: ['phone'],
+          record_token_days: 2,
+        },
+      });
+      expect(created.statusCode).toBe(201);
+      const id = await create(account, { email: 'mail@b.co', first_name: '<b>Ann</b>' });
+      await move(account, id, 'Contacted');
+      const mail = await waitFor(() => smtp.received.find((m) => m.subject === 'Hello <b>Ann</b>'));
+      expect(mail.html).toContain('Hello &lt;b&gt;Ann&lt;/b&gt;, you are Contacted.');
+      const token = /rt_[A-Za-z0-9_-]+/.exec(String(mail.text))![0];
+      const [ran] = await resultOf(account, id);
+      expect(ran?.type).toBe('automation_ran');
+      const patched = await t.request({
+        method: 'PATCH',
+        url: '/api/v1/records',
+        key: token,
+        body: { fields: { phone: '+49 30 123456', first_name: 'Mallory' } },
+      });
+      expect(patched.statusCode).toBe(200);
+      expect(patched.json()).toMatchObject({
+        fields: ['phone'],
+        warnings: [{ key: 'first_name', reason: 'not_in_scope' }],
+      });
+      const stage = await t.request({
+        method: 'POST',
+        url: `/api/v1/crm/records/${id}/stage`,
+        key: token,
+        body: { stage: 'Won' },
+      });
+      expect(stage.statusCode).toBe(401);
+    });
+
+    it('records no_recipient when the address field is empty', async () => {
+      const account = await crmAccount();
+      await configure(account, {
+        name: 'Mail the company',
+        entity: 'lead',
+        stage: 'Won',
+        action: { type: 'email', to: '{{company}}', subject: 'Hi', body: 'Hi' },
+      });
+      const id = await create(account, { email: 'nobody@b.co' });
+      await move(account, id, 'Won');
+      const [failed] = await resultOf(account, id);
+      expect(failed).toMatchObject({ type: 'automation_failed', data: { reason: 'no_recipient' } });
+    });
+
+    it('stops a chain of move_stage automations after 10 moves with loop_limit', async () => {
+      const account = await crmAccount();
+      await configure(account, {
+        name: 'Back',
+        entity: 'lead',
+        stage: 'Contacted',
+        action: { type: 'move_stage', stage: 'New' },
+      });
+      await configure(account, {
+        name: 'Forth',
+        entity: 'lead',
+        stage: 'New',
+        action: { type: 'move_stage', stage: 'Contacted' },
+      });
+      const id = await create(account, { email: 'loop@b.co' });
+      await move(account, id, 'Contacted');
+      const failed = await waitFor(
+        async () => (await events(account, id)).find((e) => e.type === 'automation_failed'),
+        20_000,
+        'the loop limit',
+      );
+      expect(failed.data.reason).toBe('loop_limit');
+      const all = await events(account, id);
+      expect(all.filter((e) => e.type === 'stage_changed')).toHaveLength(11);
+      expect(all.filter((e) => e.type === 'automation_ran')).toHaveLength(10);
+    });
+  });
+
+  describe('errors', () => {
+    it('refuses unknown stages, fields and types, and distribute, when configured', async () => {
+      const account = await crmAccount();
+      const base = { name: 'x', entity: 'lead', stage: 'Won' };
+      const cases: [object, string, string][] = [
+        [{ ...base, stage: 'Lost', action: { type: 'note', body: 'x' } }, 'stage', 'not_allowed'],
+        [{ ...base, action: { type: 'note', body: 'Hi {{nickname}}' } }, 'action.body', 'unknown_field'],
+        [{ ...base, action: { type: 'sms', body: 'x' } }, 'action.type', 'not_allowed'],
+        [{ ...base, action: { type: 'distribute' } }, 'action.type', 'module_not_enabled'],
+        [{ ...base, action: { type: 'move_stage', stage: 'Lost' } }, 'action.stage', 'not_allowed'],
+        [{ ...base, action: { type: 'webhook', url: 'ftp://x.test/' } }, 'action.url', 'invalid_format'],
+        [{ ...base, action: { type: 'webhook' } }, 'action.url', 'required'],
+        [
+          { ...base, action: { type: 'note', body: 'x', url: 'https://x.test' } },
+          'action.url',
+          'not_allowed',
+        ],
+        [
+          { ...base, action: { type: 'email', to: 'nobody', subject: 's', body: 'b' } },
+          'action.to',
+          'invalid_format',
+        ],
+        [
+          { ...base, action: { type: 'email', to: '{{nick}}', subject: 's', body: 'b' } },
+          'action.to',
+          'unknown_field',
+        ],
+        [
+          { ...base, action: { type: 'email', to: 'a@b.co', subject: 's', body: '{{record_token}}' } },
+          'action.record_token_fields',
+          'required',
+        ],
+        [{ ...base, entity: 'nothing', action: { type: 'note', body: 'x' } }, 'entity', 'unknown_entity'],
+      ];
+      for (const [body, key, reason] of cases) {
+        const response = await configure(account, body);
+        expect(response.statusCode, JSON.stringify(body)).toBe(422);
+        expect(response.json().details, JSON.stringify(body)).toContainEqual(
+          expect.objectContaining({ key }),
+        );
+        if (reason !== 'not_allowed' || key !== 'action.type') {
+          expect(response.json().details.find((d: { key: string }) => d.key === key).reason).toBe(reason);
+        }
+      }
+      const list = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/automations',
+        key: account.apiKey,
+      });
+      expect(list.json().automations).toEqual([]);
+    });
+  });
+
+  describe('security', () => {
+    it("answers 404 for another account's automation and 403 without the module or permission", async () => {
+      const account = await crmAccount();
+      const other = await crmAccount();
+      const created = await configure(account, {
+        name: 'Mine',
+        entity: 'lead',
+        stage: 'Won',
+        action: { type: 'note', body: 'x' },
+      });
+      const url = `/api/v1/settings/automations/${created.json().id}`;
+      expect((await t.request({ method: 'GET', url, key: other.apiKey })).statusCode).toBe(404);
+      expect(
+        (await t.request({ method: 'PATCH', url, key: other.apiKey, body: { enabled: false } })).statusCode,
+      ).toBe(404);
+      expect((await t.request({ method: 'DELETE', url, key: other.apiKey })).statusCode).toBe(404);
+      const plain = await accountWithLeads(t);
+      const refused = await configure(plain, {
+        name: 'x',
+        entity: 'lead',
+        stage: 'Won',
+        action: { type: 'note', body: 'x' },
+      });
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error).toBe('module_not_enabled');
+      const reader = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/api-keys',
+        key: account.apiKey,
+        body: { name: 'Reader', permissions: ['records:read', 'crm'] },
+      });
+      const list = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/automations',
+        key: reader.json().key,
+      });
+      expect(list.statusCode).toBe(403);
+    });
+  });
+});
