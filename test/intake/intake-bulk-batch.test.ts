@@ -51,7 +51,7 @@ describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
     });
     // Non-empty incoming values overwrite: the second spelling of the address is kept.
     expect(same.json().fields).toMatchObject({ email: 'SAME@b.co', first_name: 'One', last_name: 'Two' });
-    expect(same.json().crm).toEqual({ pipeline: 'Sales', stage: 'New' });
+    expect(same.json().crm).toEqual({ pipeline: 'Sales', stage: 'New', entered_at: expect.any(String) });
     const fresh = await t.request({
       method: 'GET',
       url: `/api/v1/records/${results[4].id}`,

@@ -11,7 +11,10 @@ const Name = nameSchema();
 /** One object for every type: which members a type takes is checked by the service, which names the member. */
 export const AutomationAction = Type.Object(
   {
-    type: Type.String({ enum: [...ACTION_TYPES] }),
+    type: Type.String({
+      enum: [...ACTION_TYPES],
+      description: 'distribute needs the distribution module on the account, else 422 module_not_enabled',
+    }),
     url: Type.Optional(
       Type.String({ minLength: 1, maxLength: 2000, description: 'webhook: where to POST, signed' }),
     ),
