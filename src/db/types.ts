@@ -250,6 +250,7 @@ export interface OutboundMessagesTable {
   max_attempts: number | null;
   next_attempt_at: CreatedAt;
   claim_id: string | null;
+  claimed_until: NullableTimestamp;
   last_error: string | null;
   notify: string | null;
   ref: string | null;

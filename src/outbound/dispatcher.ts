@@ -14,7 +14,18 @@ export interface DispatcherOptions {
   maxUnwritten?: number;
   /** Pause between looks for due messages while none were found (250 ms). */
   idlePollMs?: number;
+  /**
+   * While requests on this node write messages: at most this many messages claimed (32) per
+   * `busyIntervalMs` (100 ms), so that intake keeps the CPU and a backlog is sent once the
+   * writes stop, unless the oldest message claimed waited longer than `maxPacedLagMs` (30 s).
+   */
+  busyClaim?: number;
+  busyIntervalMs?: number;
+  maxPacedLagMs?: number;
 }
+
+/** How long after this node last wrote messages it counts as writing. */
+const WRITERS_ACTIVE_MS = 500;
 
 /**
  * Sends due outbound messages from the workers: claims them (leased, skipping rows other
@@ -29,6 +40,9 @@ export function createDispatcher(
   const concurrency = options.concurrency ?? 16;
   const maxUnwritten = Math.max(concurrency, options.maxUnwritten ?? concurrency * 4);
   const idlePollMs = options.idlePollMs ?? 250;
+  const busyClaim = options.busyClaim ?? 32;
+  const busyIntervalMs = options.busyIntervalMs ?? 100;
+  const maxPacedLagMs = options.maxPacedLagMs ?? 30_000;
   /** Claimed, waiting for a place to be sent. */
   const waiting: { message: ClaimedMessage; claimId: string }[] = [];
   /** Sent or being sent, until the attempt is written. */
@@ -39,8 +53,38 @@ export function createDispatcher(
   let pumping = false;
   let again = false;
   let failures = 0;
+  let lastEnqueuedAt = 0;
+  let lastClaimAt = 0;
+  let paced: NodeJS.Timeout | null = null;
+  /** How long the oldest message of the last claim had waited since it was written. */
+  let claimedLagMs = 0;
 
   const unwritten = () => waiting.length + running.size;
+
+  /**
+   * Claims are paced while this node writes messages (requests are served here and the cores
+   * are shared), unless that lets messages wait too long: a steady load the paced rate cannot
+   * follow is sent at full speed again.
+   */
+  function pacing(now: number): boolean {
+    return now - lastEnqueuedAt <= WRITERS_ACTIVE_MS && claimedLagMs <= maxPacedLagMs;
+  }
+
+  /** Claims paced while this node writes: how many may be claimed now, or null to look again later. */
+  function claimAllowance(free: number): number | null {
+    const now = Date.now();
+    if (!pacing(now)) return free;
+    const wait = lastClaimAt + busyIntervalMs - now;
+    if (wait <= 0) return Math.min(free, busyClaim);
+    if (!paced) {
+      paced = setTimeout(() => {
+        paced = null;
+        void pump();
+      }, wait);
+      paced.unref();
+    }
+    return null;
+  }
 
   /** Starts waiting messages while places are free; keeps going during a stop, so that none is left claimed. */
   function sendWaiting(): void {
@@ -82,11 +126,19 @@ export function createDispatcher(
         again = false;
         const free = maxUnwritten - unwritten();
         if (free <= 0) break;
-        const { claimId, messages } = await outbound.claimDue(free);
+        const allowed = claimAllowance(free);
+        if (allowed === null) break;
+        lastClaimAt = Date.now();
+        const { claimId, messages } = await outbound.claimDue(allowed);
         failures = 0;
+        const now = Date.now();
+        claimedLagMs = messages.reduce(
+          (lag, message) => Math.max(lag, now - message.created_at.getTime()),
+          0,
+        );
         for (const message of messages) waiting.push({ message, claimId });
         sendWaiting();
-        if (messages.length === free) again = true;
+        if (messages.length === allowed) again = true;
       } while (again && started);
     } catch (error) {
       failures++;
@@ -112,6 +164,7 @@ export function createDispatcher(
       // Written on this node: look at once, and once more shortly after, when the writing
       // transaction has most likely committed.
       outbound.setEnqueuedListener(() => {
+        lastEnqueuedAt = Date.now();
         setImmediate(() => void pump());
         setTimeout(() => void pump(), 20).unref();
       });
@@ -124,6 +177,7 @@ export function createDispatcher(
       started = false;
       outbound.setEnqueuedListener(() => {});
       if (timer) clearTimeout(timer);
+      if (paced) clearTimeout(paced);
       let expired = false;
       const deadline = setTimeout(() => {
         expired = true;

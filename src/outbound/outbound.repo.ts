@@ -93,14 +93,14 @@ function claimStatement(
   return sql<ClaimedMessage>`
     WITH due AS (
       SELECT account_id, id FROM outbound_messages
-      WHERE status = 'pending' AND ${filter}
+      WHERE status = 'pending' AND (claimed_until IS NULL OR claimed_until <= now()) AND ${filter}
       ORDER BY next_attempt_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     ), claimed AS (
       UPDATE outbound_messages m
       SET claim_id = ${claimId}::uuid, attempts = m.attempts + 1,
-        next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond'
+        claimed_until = now() + ${leaseMs}::int * interval '1 millisecond'
       FROM due WHERE m.account_id = due.account_id AND m.id = due.id
       RETURNING m.account_id, m.id, m.channel, m.destination_id, m.event_type, m.payload, m.attempts,
         m.max_attempts, m.notify, m.ref, m.created_at
@@ -153,7 +153,7 @@ export function createOutboundRepo(db: Executor) {
     /** Leases one message now, due or not, unless another sender holds it. */
     async claimOne(accountId: string, id: string, leaseMs: number, claimId: string) {
       const result = await claimStatement(
-        sql`account_id = ${accountId}::uuid AND id = ${id}::uuid AND (claim_id IS NULL OR next_attempt_at <= now())`,
+        sql`account_id = ${accountId}::uuid AND id = ${id}::uuid`,
         1,
         leaseMs,
         claimId,
@@ -171,7 +171,7 @@ export function createOutboundRepo(db: Executor) {
       const result = await sql<{ id: string }>`
         WITH msg AS (
           UPDATE outbound_messages
-          SET status = ${attempt.status}, claim_id = NULL, last_error = ${attempt.error},
+          SET status = ${attempt.status}, claim_id = NULL, claimed_until = NULL, last_error = ${attempt.error},
             next_attempt_at = coalesce(${attempt.nextAttemptAt}::timestamptz, next_attempt_at),
             finished_at = CASE WHEN ${attempt.status} = 'pending' THEN NULL ELSE now() END
           WHERE account_id = ${attempt.accountId}::uuid AND id = ${attempt.messageId}::uuid
@@ -229,7 +229,7 @@ export function createOutboundRepo(db: Executor) {
             claim_id uuid, destination_id uuid, attempt int, status_code int, reply text, duration_ms int)
         ), msg AS (
           UPDATE outbound_messages m
-          SET status = 'delivered', claim_id = NULL, last_error = NULL, finished_at = now()
+          SET status = 'delivered', claim_id = NULL, claimed_until = NULL, last_error = NULL, finished_at = now()
           FROM input
           WHERE m.account_id = input.account_id AND m.id = input.message_id AND m.claim_id = input.claim_id
           RETURNING m.account_id, m.id

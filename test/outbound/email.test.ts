@@ -73,6 +73,39 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
       expect(attempt).toMatchObject({ outcome: 'delivered', status_code: 250 });
       expect(attempt!.reply).toMatch(/^250/);
     });
+
+    it('paces its claims while this node writes messages, and sends the rest once the writes stop', async () => {
+      const paced = await startTestApp(kind, {
+        outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <noreply@leads.test>' },
+      });
+      const local = createDispatcher(paced.services.outbound, silent, {
+        idlePollMs: 20,
+        busyClaim: 2,
+        busyIntervalMs: 400,
+      });
+      local.start();
+      try {
+        const account = await paced.createAccount();
+        const before = smtp.received.length;
+        const subject = `Paced ${account.id}`;
+        const writtenAt = Date.now();
+        for (let i = 0; i < 6; i++) {
+          await paced.services.outbound.enqueueEmail(paced.db, account.id, {
+            to: ['person@leads.test'],
+            subject,
+            text: String(i),
+          });
+        }
+        await waitFor(() => smtp.received.length - before >= 3, 10_000, 'the third email');
+        // Two claims of two while the writes go on: the third message waits for the second claim.
+        expect(Date.now() - writtenAt).toBeGreaterThanOrEqual(400);
+        await waitFor(() => smtp.received.length - before >= 6, 10_000, 'all six emails');
+        expect(smtp.received.slice(before).filter((mail) => mail.subject === subject)).toHaveLength(6);
+      } finally {
+        await local.stop(1_000);
+        await paced.close();
+      }
+    });
   });
 
   describe('errors', () => {

@@ -1,6 +1,6 @@
 -- Outbound messages (webhooks and email): the message table is itself the outbox. A module writes
 -- a message row in the transaction of the change that causes it; a dispatcher in the workers
--- claims due rows (FOR UPDATE SKIP LOCKED, a lease in next_attempt_at), sends, and writes the
+-- claims due rows (FOR UPDATE SKIP LOCKED, a lease in claimed_until), sends, and writes the
 -- attempt and the next due time.
 
 -- Where webhooks go: account webhooks now (purpose 'account'), later automations and partner
@@ -36,9 +36,12 @@ CREATE TABLE outbound_messages (
   status text NOT NULL DEFAULT 'pending',
   attempts integer NOT NULL DEFAULT 0,
   max_attempts integer,
-  -- When the next attempt is due; while claimed, when the claim expires.
+  -- When the next attempt is due.
   next_attempt_at timestamptz(3) NOT NULL DEFAULT now(),
+  -- While claimed: the claim and when its lease runs out. Neither is indexed, so that a claim is
+  -- a heap-only update (no new index entries) and the row keeps its place in the due index.
   claim_id uuid,
+  claimed_until timestamptz(3),
   last_error text,
   -- A module that wants to learn each attempt's outcome names its hook and its own reference.
   notify text,
@@ -47,7 +50,7 @@ CREATE TABLE outbound_messages (
   finished_at timestamptz(3),
   PRIMARY KEY (account_id, id),
   FOREIGN KEY (account_id, destination_id) REFERENCES webhook_destinations(account_id, id) ON DELETE CASCADE
-);
+) WITH (fillfactor = 70);
 CREATE INDEX outbound_messages_due ON outbound_messages (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX outbound_messages_age ON outbound_messages (created_at);
 
@@ -63,8 +66,8 @@ CREATE TABLE outbound_attempts (
   error text,
   duration_ms integer NOT NULL,
   created_at timestamptz(3) NOT NULL DEFAULT now(),
-  PRIMARY KEY (account_id, id),
+  -- Led by the message, so that the key also serves deleting a message's attempts.
+  PRIMARY KEY (account_id, message_id, id),
   FOREIGN KEY (account_id, message_id) REFERENCES outbound_messages(account_id, id) ON DELETE CASCADE
 );
 CREATE INDEX outbound_attempts_destination ON outbound_attempts (account_id, destination_id, created_at, id);
-CREATE INDEX outbound_attempts_message ON outbound_attempts (account_id, message_id);
