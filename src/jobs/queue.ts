@@ -11,7 +11,7 @@
  *          Type.Object({ accountId: Type.String(), automationId: Type.String() }),
  *        );
  *
- * 2. Register its handler where the workers are wired (`createWorkers` in src/start/worker.ts):
+ * 2. Register its handler where the workers are wired (`registerJobs` in src/start/worker.ts):
  *
  *        queue.registerHandler(runAutomation, async (payload, job) => ({ ran: true }));
  *

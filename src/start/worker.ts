@@ -9,21 +9,27 @@ import { createDispatcher } from '../outbound/dispatcher.ts';
 import { registerOutboundJobs } from '../outbound/outbound.jobs.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
+type WorkerRuntime = Pick<Runtime, 'queue' | 'database' | 'services'>;
+
 /**
- * Registers the handler (and schedule) of every job this service knows on the runtime's queue:
- * for `serve`, which starts it working or, with LEADS_RUN_WORKERS=false, only enqueuing (a job
- * can be written only once it is registered), and for `leads worker`. A module with jobs
- * registers them here.
+ * Registers the handler (and schedule) of every job this service knows on the runtime's queue
+ * (a job can be written only once it is registered). A module with jobs registers them here.
  */
-export function createWorkers(
-  runtime: Pick<Runtime, 'queue' | 'database' | 'services'>,
-  logger: JobLogger,
-): JobQueue {
+export function registerJobs({ queue, database, services }: WorkerRuntime): void {
+  registerMaintenanceJobs(queue, database.db);
+  registerOutboundJobs(queue, services.outbound);
+  registerEntityJobs(queue, services.entities);
+  registerAutomationJobs(queue, services.automations);
+}
+
+/**
+ * The runtime's queue with every job registered and the outbound dispatcher beside it: for
+ * `serve`, which starts it working or, with LEADS_RUN_WORKERS=false, only enqueuing, and for
+ * `leads worker`.
+ */
+export function createWorkers(runtime: WorkerRuntime, logger: JobLogger): JobQueue {
   const { queue } = runtime;
-  registerMaintenanceJobs(queue, runtime.database.db);
-  registerOutboundJobs(queue, runtime.services.outbound);
-  registerEntityJobs(queue, runtime.services.entities);
-  registerAutomationJobs(queue, runtime.services.automations);
+  registerJobs(runtime);
   // Outbound messages are sent by their own dispatcher (docs/decisions.md, Outbound messages),
   // which starts and stops with the queue on the nodes that work it.
   const dispatcher = createDispatcher(runtime.services.outbound, logger);

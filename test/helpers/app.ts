@@ -12,7 +12,7 @@ import { hashSecret } from '../../src/lib/credentials.ts';
 import { createDocumentBackend } from '../../src/modules/documents/documents.backend.ts';
 import type { OutboundOptions } from '../../src/outbound/outbound.service.ts';
 import { createServices, type Services } from '../../src/services.ts';
-import { createWorkers } from '../../src/start/worker.ts';
+import { registerJobs } from '../../src/start/worker.ts';
 import { type LogLine, memoryLogger } from '../jobs/support.ts';
 import { ContractChecker } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
@@ -95,7 +95,8 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     jobs: queue,
   });
   if (queue) {
-    createWorkers({ queue, database: database.handle, services }, jobLogger.logger);
+    // Jobs only: tests that send messages run a dispatcher of their own, with a short poll.
+    registerJobs({ queue, database: database.handle, services });
     await queue.start();
   }
   const app = await buildApp({
