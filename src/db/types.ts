@@ -272,6 +272,157 @@ export interface OutboundAttemptsTable {
   created_at: CreatedAt;
 }
 
+export interface PartnersTable {
+  account_id: string;
+  id: string;
+  name: string;
+  contact_person: Generated<string>;
+  email: Generated<string>;
+  phone: Generated<string>;
+  street: Generated<string>;
+  postal_code: Generated<string>;
+  city: Generated<string>;
+  country: Generated<string>;
+  vat_id: Generated<string>;
+  billing_address_differs: Generated<boolean>;
+  billing_name: string | null;
+  billing_street: string | null;
+  billing_postal_code: string | null;
+  billing_city: string | null;
+  billing_country: string | null;
+  billing_email: string | null;
+  buyer_reference: Generated<string>;
+  wants_e_invoice: Generated<boolean>;
+  portal_right_contact: Generated<string>;
+  portal_right_billing: Generated<string>;
+  retired: Generated<boolean>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface DistributionsTable {
+  account_id: string;
+  id: string;
+  entity_id: string;
+  name: string;
+  return_deadline_days: Generated<number>;
+  redistribute_on_return: Generated<boolean>;
+  enabled: Generated<boolean>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/** A participation's schedule as configured (decisions §8). */
+export interface ParticipationSchedule {
+  time_zone: string;
+  weekdays: number[];
+  from: string;
+  to: string;
+}
+
+export interface ParticipationsTable {
+  account_id: string;
+  id: string;
+  distribution_id: string;
+  partner_id: string;
+  channel: string;
+  address: string;
+  destination_id: string | null;
+  price_cents: number;
+  currency: Generated<string>;
+  cap_per_day: number | null;
+  cap_per_month: number | null;
+  schedule: ColumnType<ParticipationSchedule | null, string | null, string | null>;
+  paused: Generated<boolean>;
+  paused_reason: string | null;
+  weight: Generated<number>;
+  current_weight: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface ParticipationCountsTable {
+  account_id: string;
+  participation_id: string;
+  period: string;
+  count: Generated<number>;
+}
+
+/** One filter condition of a distribution rule (decisions §8). */
+export interface RuleFilter {
+  field: string;
+  op: 'equals' | 'in' | 'range' | 'postal_prefix';
+  value?: unknown;
+  values?: unknown[];
+  min?: number | string;
+  max?: number | string;
+  prefix?: string;
+}
+
+export interface DistributionRulesTable {
+  account_id: string;
+  id: string;
+  distribution_id: string;
+  name: string;
+  position: Generated<number>;
+  filter: ColumnType<RuleFilter[], string | undefined, string>;
+  strategy: Generated<string>;
+  max_partners: Generated<number>;
+  participation_ids: Generated<string[]>;
+  round_robin_cursor: Generated<number>;
+  created_at: CreatedAt;
+}
+
+export interface DistributionRunsTable {
+  account_id: string;
+  id: string;
+  distribution_id: string;
+  record_id: string;
+  status: string;
+  reason: string | null;
+  triggered_by: string;
+  started_at: CreatedAt;
+  finished_at: NullableTimestamp;
+}
+
+export interface DeliveriesTable {
+  account_id: string;
+  id: string;
+  run_id: string;
+  record_id: string;
+  distribution_id: string | null;
+  participation_id: string;
+  partner_id: string;
+  rule_name: string;
+  channel: string;
+  status: Generated<string>;
+  price_cents: number;
+  currency: string;
+  attempts: Generated<number>;
+  error: string | null;
+  message_id: string | null;
+  created_at: CreatedAt;
+  delivered_at: NullableTimestamp;
+  returned_at: NullableTimestamp;
+}
+
+export interface ReturnReasonsTable {
+  account_id: string;
+  id: string;
+  name: string;
+  created_at: CreatedAt;
+}
+
+export interface DeliveryReturnsTable {
+  account_id: string;
+  id: string;
+  delivery_id: string;
+  reason_id: string | null;
+  text: string | null;
+  reported_by: string | null;
+  created_at: CreatedAt;
+}
+
 /** Tables of the database as Kysely sees them. Module tables are added as their modules land. */
 export interface Database {
   accounts: AccountsTable;
@@ -295,6 +446,15 @@ export interface Database {
   webhook_destinations: WebhookDestinationsTable;
   outbound_messages: OutboundMessagesTable;
   outbound_attempts: OutboundAttemptsTable;
+  partners: PartnersTable;
+  distributions: DistributionsTable;
+  participations: ParticipationsTable;
+  participation_counts: ParticipationCountsTable;
+  distribution_rules: DistributionRulesTable;
+  distribution_runs: DistributionRunsTable;
+  deliveries: DeliveriesTable;
+  return_reasons: ReturnReasonsTable;
+  delivery_returns: DeliveryReturnsTable;
 }
 
 export type Db = Kysely<Database>;
