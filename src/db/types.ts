@@ -221,6 +221,15 @@ export interface AutomationsTable {
   updated_at: CreatedAt;
 }
 
+/** An automation run that took effect; its id is the run's job id (migration 0012). */
+export interface AutomationRunsTable {
+  account_id: string;
+  id: string;
+  automation_id: string;
+  record_id: string;
+  created_at: CreatedAt;
+}
+
 export interface WebhookDestinationsTable {
   account_id: string;
   id: string;
@@ -443,6 +452,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   intake_log: IntakeLogTable;
   automations: AutomationsTable;
+  automation_runs: AutomationRunsTable;
   webhook_destinations: WebhookDestinationsTable;
   outbound_messages: OutboundMessagesTable;
   outbound_attempts: OutboundAttemptsTable;
