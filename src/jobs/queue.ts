@@ -80,23 +80,42 @@ export interface JobDefinition<Schema extends TSchema> {
   readonly name: string;
   readonly payload: Schema;
   readonly retry: Readonly<RetryPolicy>;
+  /**
+   * Jobs a worker takes at once and runs side by side (1 by default). Above 1 the worker fetches
+   * again at once while fetches come back full, instead of waiting for its next poll: a job that
+   * every request can cause (an automation per stage move) must not be worked one per poll.
+   */
+  readonly batchSize: number;
 }
 
 /** Dotted lower-case names (`area.what-it-does`); pg-boss writes the name into its SQL text. */
 const JOB_NAME = /^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$/;
 const MAX_JOB_NAME_LENGTH = 100;
 
+/** At most this many jobs are fetched and run at once per job and process. */
+const MAX_BATCH_SIZE = 64;
+
 export function defineJob<Schema extends TSchema>(
   name: string,
   payload: Schema,
   retry: Partial<RetryPolicy> = {},
+  work: { batchSize?: number } = {},
 ): JobDefinition<Schema> {
+  const batchSize = work.batchSize ?? 1;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+    throw new Error(`job ${name}: batchSize must be a whole number from 1 to ${MAX_BATCH_SIZE}`);
+  }
   if (name.length > MAX_JOB_NAME_LENGTH || !JOB_NAME.test(name)) {
     throw new Error(
       `job name "${name}" must be dotted lower-case words, at most ${MAX_JOB_NAME_LENGTH} characters`,
     );
   }
-  return Object.freeze({ name, payload, retry: Object.freeze({ ...DEFAULT_RETRY_POLICY, ...retry }) });
+  return Object.freeze({
+    name,
+    payload,
+    retry: Object.freeze({ ...DEFAULT_RETRY_POLICY, ...retry }),
+    batchSize,
+  });
 }
 
 /** What a handler learns about the attempt it runs. */
@@ -341,7 +360,8 @@ export function createJobQueue(database: DatabaseHandle, options: JobQueueOption
         await boss.work(
           registration.job.name,
           {
-            batchSize: 1,
+            batchSize: registration.job.batchSize,
+            burstWhenBatchFull: registration.job.batchSize > 1,
             includeMetadata: true,
             perJobResults: true,
             pollingIntervalSeconds: options.pollingIntervalSeconds ?? 2,

@@ -192,11 +192,14 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(read.json().secret).toBeUndefined();
       receiver.verifyWith(created.json().secret);
       const id = await create(account, { email: 'hook@b.co' });
-      await move(account, id, 'Won');
+      const moved = await move(account, id, 'Won');
       const message = await waitFor(() => receiver.received.find((r) => r.json.data.record.id === id));
       expect(message.json).toMatchObject({
         type: 'record.stage_changed',
-        data: { crm: { stage: 'Won' }, automation: { name: 'Tell the CRM' } },
+        data: {
+          crm: { pipeline: 'Sales', stage: 'Won', entered_at: moved.crm.entered_at },
+          automation: { name: 'Tell the CRM' },
+        },
       });
       const [ran] = await resultOf(account, id);
       expect(ran).toMatchObject({

@@ -314,6 +314,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         recordId: move.id,
         automationId,
         stage: move.crm.stage,
+        enteredAt: move.crm.entered_at,
         chain: ctx.chain,
       });
     }
@@ -362,6 +363,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       recordId: string;
       automationId: string;
       stage: string;
+      enteredAt?: string;
       chain: number;
     },
   ) {
@@ -446,7 +448,11 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             type: 'record.stage_changed',
             data: {
               ...recordEventData(record.entity_key, record),
-              crm: { pipeline: record.pipeline_name, stage: payload.stage },
+              crm: {
+                pipeline: record.pipeline_name,
+                stage: payload.stage,
+                ...(payload.enteredAt ? { entered_at: payload.enteredAt } : {}),
+              },
               automation: { id: row.id, name: row.name },
             },
             notify: OUTCOME_HOOK,
