@@ -45,6 +45,7 @@ import type pino from 'pino';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import type { DatabaseHandle } from '../db/client.ts';
+import { PREPARED_MARK } from '../db/prepared.ts';
 import type { Executor } from '../db/types.ts';
 import { pgliteQueueDatabase } from './pglite-adapter.ts';
 
@@ -205,11 +206,16 @@ const POSTGRES_POOL_SIZE = 3;
 /** A process that only enqueues: jobs are written through the caller's executor. */
 const ENQUEUE_ONLY_POOL_SIZE = 1;
 
-/** Runs pg-boss's statements through a Kysely executor, so they take part in its transaction. */
+/**
+ * Runs pg-boss's statements through a Kysely executor, so they take part in its transaction. Only
+ * `send` comes this way, and its text is fixed per queue (the queue's name is written into it),
+ * so it is run prepared: parsing and planning that wide insert cost about four times what running
+ * it did (0.6–0.9 ms against 0.13–0.17 ms per job on PostgreSQL, see Benchmark).
+ */
 function executorQueueDatabase(executor: Executor): QueueDatabase {
   return {
     async executeSql(text: string, values: unknown[] = []) {
-      const result = await executor.executeQuery(CompiledQuery.raw(text, values));
+      const result = await executor.executeQuery(CompiledQuery.raw(`${text} ${PREPARED_MARK}`, values));
       return { rows: [...result.rows] };
     },
   };
