@@ -204,6 +204,8 @@ export interface IntakeLogTable {
   source: string | null;
   warnings: Json<unknown[]>;
   error: string | null;
+  /** A bulk call's outcome per entry (migration 0012); null for single-record calls. */
+  items: ColumnType<unknown[] | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
 }
 

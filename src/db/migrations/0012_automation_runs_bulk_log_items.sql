@@ -11,3 +11,7 @@ CREATE TABLE automation_runs (
   PRIMARY KEY (account_id, id)
 );
 CREATE INDEX automation_runs_created ON automation_runs (created_at);
+
+-- One intake-log entry per call (decisions §10): a bulk call's entry lists each entry's outcome
+-- here (`[{index, status, record_id | error, …}]`); null for single-record calls.
+ALTER TABLE intake_log ADD COLUMN items jsonb;
