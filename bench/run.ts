@@ -18,7 +18,9 @@
  *                       the webhook pair: plain intake and intake with a subscription, back to back)
  *   BENCH_WEBHOOK_ROUNDS  back-to-back pairs of plain intake and intake.webhook (3); the verdict is the
  *                       median ratio of their req/s
- *   BENCH_WEBHOOK_DRAIN seconds to wait after the load for the last deliveries (60)
+ *   BENCH_WEBHOOK_DRAIN seconds to wait after the load for the last deliveries (60), also those of
+ *                       crm.stage_move, which runs on a service with its workers and a local receiver of
+ *                       its automation webhooks (BENCH_SCENARIOS=crm.stage_move runs only it)
  *   BENCH_PROFILE=1     run the service under `node --cpu-prof`; profiles land in bench/results/tmp/profiles
  *   BENCH_SERVICE_NODE_FLAGS  extra Node flags for the service, space-separated (e.g. `--trace-gc`)
  *   BENCH_SERVICE_OUTPUT  file that receives everything the service prints (appended)
@@ -115,9 +117,13 @@ for (const name of SCENARIOS) {
     process.exit(2);
   }
 }
-/** Scenarios of the first phase, against the baseline; intake.webhook has a phase of its own. */
-const BASELINE_SCENARIOS = SCENARIOS.filter((name) => name !== 'intake.webhook');
+/**
+ * Scenarios of the first phase, against the baseline; intake.webhook and crm.stage_move run in a
+ * phase of their own, on a service with its workers and a local receiver of its webhooks.
+ */
+const BASELINE_SCENARIOS = SCENARIOS.filter((name) => name !== 'intake.webhook' && name !== 'crm.stage_move');
 const WEBHOOK = SCENARIOS.includes('intake.webhook');
+const STAGE_MOVES = SCENARIOS.includes('crm.stage_move');
 const WEBHOOK_ROUNDS = intSetting('BENCH_WEBHOOK_ROUNDS', 3, 1, 20);
 const WEBHOOK_DRAIN = intSetting('BENCH_WEBHOOK_DRAIN', 60, 1, 600);
 const DB_SETTING = process.env.BENCH_DB ?? 'both';
@@ -345,6 +351,44 @@ interface WebhookRound {
   receiverCpuMsPerDelivery: number;
 }
 
+/** What a receiver got for the answers of one load: counts, rates, drain time and lag. */
+interface DeliveryStats {
+  /** Answers of the load whose message is awaited. */
+  expected: number;
+  /** Of those, the ones whose message arrived at least once. */
+  delivered: number;
+  /** Deliveries of these, repeats included. */
+  deliveries: number;
+  distinctWebhookIds: number;
+  /** Deliveries beyond the first of a `webhook-id` (at least once allows them). */
+  duplicates: number;
+  /** Answers with more than one distinct `webhook-id` (one message each is expected). */
+  severalMessages: number;
+  missing: number;
+  /** First deliveries received while the load ran. */
+  duringLoad: number;
+  perSecondDuringLoad: number;
+  perSecondOverall: number;
+  drainSeconds: number | null;
+  /** Receipt − the time the writing statement stamped into the payload (before its commit): an upper bound. */
+  lagFromStamp: { p50: number; p99: number; max: number };
+  /** Receipt − the load generator's receipt of the answer (after the commit): a lower bound. */
+  lagFromAnswer: { p50: number; p99: number; max: number };
+  /** The receiver's counts of sampled signatures so far (cumulative). */
+  verifiedSoFar: number;
+  invalidSoFar: number;
+}
+
+/**
+ * Stage moves with one webhook automation on each target stage, on a service with its workers;
+ * `webhooks` are the automations' deliveries, matched to their moves by record and `entered_at`
+ * (its lag "from the stamp" counts from the move's `crm.entered_at`).
+ */
+interface StageMoveRun {
+  measured: Measured;
+  webhooks: DeliveryStats;
+}
+
 interface DatabaseRun {
   database: 'postgres' | 'pglite';
   /** Null when only intake.webhook ran. */
@@ -358,6 +402,7 @@ interface DatabaseRun {
   latencyPairs: LatencyPair[];
   growth: GrowthRun | null;
   webhookRounds: WebhookRound[];
+  stageMoves: StageMoveRun | null;
   /** VmHWM of the service process(es): the peak resident memory over their whole life. */
   servicePeakRssBytes: number;
   /** VmRSS of the service right after the setup, before any load. */
@@ -424,6 +469,128 @@ function spread(values: number[]): { p50: number; p99: number; max: number } {
   return { p50: at(0.5), p99: at(0.99), max: Math.round(sorted[sorted.length - 1]!) };
 }
 
+/**
+ * Reads the receiver until every answer of the load (`answered`: key → when the load generator
+ * read it) has its message, or the drain time ran out; `keyOf` names the answer a delivery belongs
+ * to, `stampOf` the time the writing statement put into its payload.
+ */
+async function collectDeliveries(
+  receiver: Server,
+  answered: Map<string, number>,
+  keyOf: (delivery: Delivery) => string | null,
+  stampOf: (delivery: Delivery) => number,
+  loadStart: number,
+  loadEnd: number,
+): Promise<DeliveryStats> {
+  const received: { key: string; delivery: Delivery }[] = [];
+  const first = new Map<string, Delivery>();
+  const deadline = loadEnd + WEBHOOK_DRAIN * 1000;
+  let answer: DeliveriesAnswer;
+  for (;;) {
+    answer = await receiverDeliveries(receiver);
+    for (const delivery of answer.deliveries) {
+      const key = keyOf(delivery);
+      if (key === null || !answered.has(key)) continue;
+      received.push({ key, delivery });
+      const earlier = first.get(key);
+      if (!earlier || delivery.receivedAt < earlier.receivedAt) first.set(key, delivery);
+    }
+    if (first.size >= answered.size || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const idsByKey = new Map<string, Set<string>>();
+  for (const { key, delivery } of received) {
+    const ids = idsByKey.get(key) ?? new Set<string>();
+    ids.add(delivery.webhookId);
+    idsByKey.set(key, ids);
+  }
+  const distinctWebhookIds = new Set(received.map(({ delivery }) => delivery.webhookId)).size;
+  const firsts = [...first.entries()];
+  const lastReceipt = Math.max(loadStart, ...firsts.map(([, delivery]) => delivery.receivedAt));
+  const duringLoad = firsts.filter(([, delivery]) => delivery.receivedAt <= loadEnd).length;
+  return {
+    expected: answered.size,
+    delivered: first.size,
+    deliveries: received.length,
+    distinctWebhookIds,
+    duplicates: received.length - distinctWebhookIds,
+    severalMessages: [...idsByKey.values()].filter((ids) => ids.size > 1).length,
+    missing: answered.size - first.size,
+    duringLoad,
+    perSecondDuringLoad: Math.round(duringLoad / ((loadEnd - loadStart) / 1000)),
+    perSecondOverall: Math.round(first.size / Math.max(0.001, (lastReceipt - loadStart) / 1000)),
+    drainSeconds:
+      first.size === answered.size ? Math.round(Math.max(0, lastReceipt - loadEnd) / 100) / 10 : null,
+    lagFromStamp: spread(firsts.map(([, delivery]) => delivery.receivedAt - stampOf(delivery))),
+    lagFromAnswer: spread(firsts.map(([key, delivery]) => delivery.receivedAt - answered.get(key)!)),
+    verifiedSoFar: answer.verified,
+    invalidSoFar: answer.invalid,
+  };
+}
+
+/** The key of a move: its record and the time it entered the stage (as ms, whatever the spelling). */
+function moveKey(recordId: string, enteredAt: string | number): string {
+  return `${recordId}|${typeof enteredAt === 'number' ? enteredAt : Date.parse(enteredAt)}`;
+}
+
+/**
+ * Stage moves on a service with its workers: one webhook automation on each stage the moves enter,
+ * pointing at the receiver, so that every move's automation is sent while the moves go on.
+ */
+async function benchStageMoves(
+  service: Server,
+  receiver: Server,
+  scenario: Scenario,
+  apiKey: string,
+  moved: Map<string, number>,
+  databasePids: (() => Promise<number[]>) | undefined,
+): Promise<StageMoveRun> {
+  for (const stage of ['Won', 'Contacted']) {
+    const automation = await api(service.url, apiKey, 'POST', '/api/v1/settings/automations', {
+      name: `Bench hook ${stage}`,
+      entity: 'lead',
+      stage,
+      action: { type: 'webhook', url: `${receiver.url}/hook` },
+    });
+    await fetch(`${receiver.url}/secret`, {
+      method: 'POST',
+      body: automation.secret,
+      signal: AbortSignal.timeout(5_000),
+    });
+  }
+  await warmUp(service, scenario);
+  await waitForQuiet(receiver);
+  await settle(service.pid);
+  await preflight(service.url, scenario);
+  await waitForQuiet(receiver);
+  moved.clear();
+  const loadStart = Date.now();
+  const measured = await measure(service.url, scenario, {
+    duration: DURATION,
+    connections: CONNECTIONS,
+    pid: service.pid,
+    databasePids,
+  });
+  const loadEnd = Date.now();
+  const answered = new Map(moved);
+  const stats = await collectDeliveries(
+    receiver,
+    answered,
+    (delivery) => (delivery.recordId ? moveKey(delivery.recordId, delivery.enteredAt) : null),
+    (delivery) => delivery.enteredAt,
+    loadStart,
+    loadEnd,
+  );
+  const result: StageMoveRun = { measured, webhooks: stats };
+  console.log(
+    `  stage moves: ${measured.requestsPerSecond} moves/s, p99 ${measured.p99} ms; ${stats.delivered}/${stats.expected} automation webhooks ` +
+      `(${stats.duplicates} duplicates, ${stats.missing} missing), ${stats.perSecondDuringLoad}/s during the moves, ` +
+      `drain ${stats.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} s, lag p50/p99 ${stats.lagFromStamp.p50}/${stats.lagFromStamp.p99} ms from entered_at, ` +
+      `${stats.lagFromAnswer.p50}/${stats.lagFromAnswer.p99} ms from the answer; signatures ${stats.verifiedSoFar} verified, ${stats.invalidSoFar} invalid`,
+  );
+  return result;
+}
+
 async function benchWebhooks(
   service: Server,
   receiver: Server,
@@ -485,57 +652,37 @@ async function benchWebhooks(
     const { measured, loadStart, loadEnd, receiverTicks } = await load(named(subscribed, 'intake.webhook'));
     const answered = created;
 
-    // Every delivery of this run's records, until each record's message came or the drain time ran out.
-    const received: Delivery[] = [];
-    const first = new Map<string, Delivery>();
-    const deadline = loadEnd + WEBHOOK_DRAIN * 1000;
-    let answer: DeliveriesAnswer;
-    for (;;) {
-      answer = await receiverDeliveries(receiver);
-      for (const delivery of answer.deliveries) {
-        if (!delivery.recordId || !answered.has(delivery.recordId)) continue;
-        received.push(delivery);
-        const earlier = first.get(delivery.recordId);
-        if (!earlier || delivery.receivedAt < earlier.receivedAt) first.set(delivery.recordId, delivery);
-      }
-      if (first.size >= answered.size || Date.now() > deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    const idsByRecord = new Map<string, Set<string>>();
-    for (const delivery of received) {
-      const ids = idsByRecord.get(delivery.recordId!) ?? new Set<string>();
-      ids.add(delivery.webhookId);
-      idsByRecord.set(delivery.recordId!, ids);
-    }
-    const distinctWebhookIds = new Set(received.map((delivery) => delivery.webhookId)).size;
-    const firsts = [...first.values()];
-    const lastReceipt = Math.max(loadStart, ...firsts.map((delivery) => delivery.receivedAt));
-    const duringLoad = firsts.filter((delivery) => delivery.receivedAt <= loadEnd).length;
+    const stats = await collectDeliveries(
+      receiver,
+      answered,
+      (delivery) => delivery.recordId,
+      (delivery) => delivery.createdAt,
+      loadStart,
+      loadEnd,
+    );
     const result: WebhookRound = {
       plain: plainRun.measured,
       subscribed: measured,
-      created: answered.size,
-      delivered: first.size,
-      deliveries: received.length,
-      distinctWebhookIds,
-      duplicates: received.length - distinctWebhookIds,
-      recordsWithSeveralMessages: [...idsByRecord.values()].filter((ids) => ids.size > 1).length,
-      missing: answered.size - first.size,
-      deliveriesPerSecondDuringLoad: Math.round(duringLoad / ((loadEnd - loadStart) / 1000)),
-      deliveriesPerSecondOverall: Math.round(first.size / Math.max(0.001, (lastReceipt - loadStart) / 1000)),
-      drainSeconds:
-        first.size === answered.size ? Math.round(Math.max(0, lastReceipt - loadEnd) / 100) / 10 : null,
-      lagFromCreated: spread(firsts.map((delivery) => delivery.receivedAt - delivery.createdAt)),
-      lagFromAnswer: spread(
-        firsts.map((delivery) => delivery.receivedAt - answered.get(delivery.recordId!)!),
-      ),
+      created: stats.expected,
+      delivered: stats.delivered,
+      deliveries: stats.deliveries,
+      distinctWebhookIds: stats.distinctWebhookIds,
+      duplicates: stats.duplicates,
+      recordsWithSeveralMessages: stats.severalMessages,
+      missing: stats.missing,
+      deliveriesPerSecondDuringLoad: stats.perSecondDuringLoad,
+      deliveriesPerSecondOverall: stats.perSecondOverall,
+      drainSeconds: stats.drainSeconds,
+      lagFromCreated: stats.lagFromStamp,
+      lagFromAnswer: stats.lagFromAnswer,
       receiverCpuMsPerDelivery:
-        Math.round(((receiverTicks * 1000) / CLOCK_TICKS_PER_SECOND / Math.max(1, duringLoad)) * 1000) / 1000,
-      signaturesVerified: answer.verified - verifiedSoFar,
-      signaturesInvalid: answer.invalid - invalidSoFar,
+        Math.round(((receiverTicks * 1000) / CLOCK_TICKS_PER_SECOND / Math.max(1, stats.duringLoad)) * 1000) /
+        1000,
+      signaturesVerified: stats.verifiedSoFar - verifiedSoFar,
+      signaturesInvalid: stats.invalidSoFar - invalidSoFar,
     };
-    verifiedSoFar = answer.verified;
-    invalidSoFar = answer.invalid;
+    verifiedSoFar = stats.verifiedSoFar;
+    invalidSoFar = stats.invalidSoFar;
     rounds.push(result);
     console.log(
       `    round ${round}: ${pct1(measured.requestsPerSecond / plainRun.measured.requestsPerSecond)} of plain intake; ` +
@@ -601,6 +748,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   let baseline: Server | undefined;
   let service: Server | undefined;
   let receiver: Server | undefined;
+  let movesReceiver: Server | undefined;
   let servicePeak = 0;
   const run = async (server: Server, scenario: Scenario): Promise<Measured> => {
     await settle(server.pid);
@@ -651,7 +799,15 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       `  setup: account ${account.id}, entity lead, ${ids.length} records; service RSS ${mb(serviceIdle)} MB before load (peak so far ${mb(serviceStartHwm)} MB)`,
     );
 
-    const scenarios = serviceScenarios(bodies, { apiKey, ids, emails, bulkConnections: BULK_CONNECTIONS });
+    /** Each stage move's answer (record and entered_at) → when the load generator read it. */
+    const moved = new Map<string, number>();
+    const scenarios = serviceScenarios(bodies, {
+      apiKey,
+      ids,
+      emails,
+      bulkConnections: BULK_CONNECTIONS,
+      onMoved: (recordId, enteredAt, answeredAt) => moved.set(moveKey(recordId, enteredAt), answeredAt),
+    });
     let baselineRun: DatabaseRun['baseline'] = null;
     const results: Measured[] = [];
     const latencyPairs: LatencyPair[] = [];
@@ -685,40 +841,44 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       }
       baselineRun = { single: baseSingle, bulk: baseBulk };
     }
-    if (SCENARIOS.includes('crm.stage_move')) {
-      // One webhook automation on each stage the moves enter: every move enqueues its run. The
-      // bench's service works no queue (LEADS_RUN_WORKERS=false), so what is measured is the move
-      // as a client waits for it; the webhooks themselves are never sent.
-      for (const stage of ['Won', 'Contacted']) {
-        await api(service.url, apiKey, 'POST', '/api/v1/settings/automations', {
-          name: `Bench hook ${stage}`,
-          entity: 'lead',
-          stage,
-          action: { type: 'webhook', url: 'https://hooks.example.com/bench' },
-        });
-      }
-      results.push(await run(service, scenarios['crm.stage_move']));
-    }
     servicePeak = memoryOf(service.pid).hwm;
 
     let webhookRounds: WebhookRound[] = [];
-    if (WEBHOOK) {
+    let stageMoves: StageMoveRun | null = null;
+    if (WEBHOOK || STAGE_MOVES) {
       if (baseline) {
-        // The webhook pair needs the workers (they send); the runs above were measured without.
+        // These phases need the workers (they send); the runs above were measured without.
         await stopProcess(service.process);
         service = undefined;
-        service = await startService('webhooks', true);
+        service = await startService('workers', true);
       }
-      receiver = await startServer(`webhook receiver (${kind})`, ['bench/webhook-receiver.ts'], {});
-      webhookRounds = await benchWebhooks(
-        service,
-        receiver,
-        scenarios['intake.single'],
-        setUpAccount,
-        bodies,
-        databasePids,
-      );
-      servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+      if (STAGE_MOVES) {
+        // A receiver of its own, so that its deliveries and signature counts are the moves' alone.
+        movesReceiver = await startServer(`automation receiver (${kind})`, ['bench/webhook-receiver.ts'], {});
+        stageMoves = await benchStageMoves(
+          service,
+          movesReceiver,
+          scenarios['crm.stage_move'],
+          apiKey,
+          moved,
+          databasePids,
+        );
+        await stopProcess(movesReceiver.process);
+        movesReceiver = undefined;
+        servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+      }
+      if (WEBHOOK) {
+        receiver = await startServer(`webhook receiver (${kind})`, ['bench/webhook-receiver.ts'], {});
+        webhookRounds = await benchWebhooks(
+          service,
+          receiver,
+          scenarios['intake.single'],
+          setUpAccount,
+          bodies,
+          databasePids,
+        );
+        servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+      }
     }
 
     if (GROWTH && baseline) {
@@ -765,6 +925,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       latencyPairs,
       growth,
       webhookRounds,
+      stageMoves,
       servicePeakRssBytes: servicePeak,
       serviceIdleRssBytes: serviceIdle,
       serviceStartHwmBytes: serviceStartHwm,
@@ -775,11 +936,14 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     if (service) console.error(`service output (tail):\n${service.output().slice(-3_000)}`);
     if (baseline) console.error(`baseline output (tail):\n${baseline.output().slice(-3_000)}`);
     if (receiver) console.error(`receiver output (tail):\n${receiver.output().slice(-3_000)}`);
+    if (movesReceiver)
+      console.error(`automation receiver output (tail):\n${movesReceiver.output().slice(-3_000)}`);
     throw error;
   } finally {
     if (service) await stopProcess(service.process);
     if (baseline) await stopProcess(baseline.process);
     if (receiver) await stopProcess(receiver.process);
+    if (movesReceiver) await stopProcess(movesReceiver.process);
     await cleanUpAll();
   }
 }
@@ -906,6 +1070,32 @@ function webhookTable(runs: DatabaseRun[]): string[] {
   return lines;
 }
 
+/** Stage moves with their automation webhooks: the moves' rate and p99, the webhooks' rate and lag. */
+function stageMoveTable(runs: DatabaseRun[]): string[] {
+  const lines = [
+    '| database | moves/s | p50 ms | p99 ms | CPU ms/move | moves | webhooks delivered | duplicates | missing | webhooks/s during moves | webhooks/s to the last | drain s | lag p50 / p99 / max ms (from entered_at) | lag p50 / p99 / max ms (from the 200) | signatures verified / invalid |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|',
+  ];
+  for (const run of runs) {
+    if (!run.stageMoves) continue;
+    const { measured: m, webhooks: w } = run.stageMoves;
+    const lag = (l: DeliveryStats['lagFromStamp']) => `${l.p50} / ${l.p99} / ${l.max}`;
+    lines.push(
+      `| ${run.database} | ${m.requestsPerSecond} | ${m.p50} | ${m.p99} | ${cpuPerRow(m)} | ${w.expected} | ${w.delivered} | ${w.duplicates} | ${w.missing} | ${w.perSecondDuringLoad} | ${w.perSecondOverall} | ${w.drainSeconds ?? `> ${WEBHOOK_DRAIN}`} | ${lag(w.lagFromStamp)} | ${lag(w.lagFromAnswer)} | ${w.verifiedSoFar} / ${w.invalidSoFar} |`,
+    );
+  }
+  lines.push(
+    '',
+    'Stage moves (`crm.stage_move`): the setup records moved New → Won → Contacted → Won … on a service with its ' +
+      'workers, one webhook automation on Won and one on Contacted pointing to a receiver process on 127.0.0.1: ' +
+      "every move queues one automation run, which the workers send while the moves go on. Lag is the receiver's " +
+      "clock at receipt minus the move's `crm.entered_at` from the payload (stamped before the move's commit: an " +
+      'upper bound), and minus the moment the load generator read the 200 (after the commit: a lower bound). ' +
+      'CPU ms/move counts the service (its workers included) and the database.',
+  );
+  return lines;
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
@@ -1020,6 +1210,7 @@ function report(
   lines.push('', '| database | target | value | verdict |', '|---|---|---|---|');
   for (const t of allTargets) lines.push(`| ${t.database} | ${t.target} | ${t.value} | **${t.verdict}** |`);
   if (runs.some((run) => run.webhookRounds.length > 0)) lines.push('', ...webhookTable(runs));
+  if (runs.some((run) => run.stageMoves)) lines.push('', ...stageMoveTable(runs));
   lines.push(
     '',
     "Peak server RSS is the service process's VmHWM over its life: " +
@@ -1061,7 +1252,8 @@ const budgetSeconds =
     2 * (LATENCY_ROUNDS - 1) * perScenario +
     300 +
     (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0) +
-    (WEBHOOK ? 3 * perScenario + WEBHOOK_ROUNDS * (2 * perScenario + WEBHOOK_DRAIN + 30) : 0));
+    (WEBHOOK ? 3 * perScenario + WEBHOOK_ROUNDS * (2 * perScenario + WEBHOOK_DRAIN + 30) : 0) +
+    (STAGE_MOVES ? 2 * perScenario + 2 * WEBHOOK_DRAIN + 30 : 0));
 const watchdog = setTimeout(() => {
   console.error(`\nThe bench ran longer than ${Math.round(budgetSeconds)} s: stopping everything.`);
   void cleanUpAll().finally(() => process.exit(1));

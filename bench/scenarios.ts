@@ -358,6 +358,8 @@ export interface ServiceFixtures {
   /** Records made during setup, for reads and notes. */
   ids: string[];
   emails: string[];
+  /** Learns each stage move's record, its `crm.entered_at` and when its answer arrived (crm.stage_move). */
+  onMoved?: (recordId: string, enteredAt: string, answeredAt: number) => void;
 }
 
 export type ServiceScenarioName =
@@ -408,7 +410,7 @@ export function serviceScenarios(
   let moveCursor = 0;
   return {
     // Setup records start in New; each one then goes Won, Contacted, Won, … so that every move is
-    // a real move into a stage with one webhook automation (run.ts configures them).
+    // a real move into a stage with one webhook automation (run.ts configures them and a receiver).
     'crm.stage_move': {
       name: 'crm.stage_move',
       request: {
@@ -425,6 +427,14 @@ export function serviceScenarios(
       rows: 'one',
       expect: [200],
       check: (body) => (body?.previous && body.previous !== body.crm?.stage ? undefined : 'not a move'),
+      onResponse: (status, body) => {
+        if (status !== 200 || !fixtures.onMoved) return;
+        const answeredAt = Date.now();
+        const answer = JSON.parse(body) as { id?: unknown; crm?: { entered_at?: unknown } };
+        if (typeof answer.id === 'string' && typeof answer.crm?.entered_at === 'string') {
+          fixtures.onMoved(answer.id, answer.crm.entered_at, answeredAt);
+        }
+      },
     },
     'intake.single': {
       name: 'intake.single',

@@ -1,13 +1,13 @@
 /**
  * The bench's webhook receiver (a child process of `npm run bench`, on 127.0.0.1 only): answers
  * every delivery 200 at once and records, per delivery, when it arrived, its `webhook-id`, the
- * record id and the record's `created_at` from the body. One delivery in `SAMPLE` has its
- * signature verified with the `standardwebhooks` package (the secret is told after the webhook
- * was created). Its own process, so that neither the load generator nor the service shares its
+ * record id, the record's `created_at` and, for automation webhooks, the move's `crm.entered_at`
+ * from the body. One delivery in `SAMPLE` has its signature verified with the `standardwebhooks`
+ * package against each secret told (after each webhook or automation was created). Its own process, so that neither the load generator nor the service shares its
  * event loop and the receipt times stay honest.
  *
  *   POST /hook          a delivery
- *   POST /secret        the webhook's secret (body: the secret)
+ *   POST /secret        a webhook's secret (body: the secret); each one told is tried
  *   GET  /deliveries    the deliveries recorded since the last call (and forgets them)
  *   GET  /health        200
  */
@@ -19,6 +19,8 @@ export interface Delivery {
   recordId: string | null;
   /** The record's `created_at` (ms since the epoch): stamped by the writing statement, before its commit. */
   createdAt: number;
+  /** An automation webhook's `crm.entered_at` (ms): the move's time, stamped before its commit; NaN otherwise. */
+  enteredAt: number;
   /** The envelope's `timestamp` (ms): the same statement's clock. */
   timestamp: number;
   /** When the request's body had arrived here (ms since the epoch). */
@@ -32,7 +34,7 @@ export interface DeliveriesAnswer {
 }
 
 const SAMPLE = 50;
-let verifier: Webhook | null = null;
+const verifiers: Webhook[] = [];
 let seen = 0;
 let verified = 0;
 let invalid = 0;
@@ -54,29 +56,35 @@ const server = http.createServer(async (request, response) => {
       const receivedAt = Date.now();
       response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       const webhookId = String(request.headers['webhook-id'] ?? '');
-      if (verifier && seen++ % SAMPLE === 0) {
-        try {
-          verifier.verify(body, request.headers as Record<string, string>);
-          verified++;
-        } catch {
-          invalid++;
-        }
+      if (verifiers.length > 0 && seen++ % SAMPLE === 0) {
+        const headers = request.headers as Record<string, string>;
+        const verifies = (verifier: Webhook) => {
+          try {
+            verifier.verify(body, headers);
+            return true;
+          } catch {
+            return false;
+          }
+        };
+        if (verifiers.some(verifies)) verified++;
+        else invalid++;
       }
       const json = JSON.parse(body) as {
         timestamp?: string;
-        data?: { record?: { id?: string; created_at?: string } };
+        data?: { record?: { id?: string; created_at?: string }; crm?: { entered_at?: string } };
       };
       deliveries.push({
         webhookId,
         recordId: json.data?.record?.id ?? null,
         createdAt: Date.parse(json.data?.record?.created_at ?? ''),
+        enteredAt: Date.parse(json.data?.crm?.entered_at ?? ''),
         timestamp: Date.parse(json.timestamp ?? ''),
         receivedAt,
       });
       return;
     }
     if (request.method === 'POST' && request.url === '/secret') {
-      verifier = new Webhook((await readBody(request)).trim());
+      verifiers.push(new Webhook((await readBody(request)).trim()));
       response.writeHead(204).end();
       return;
     }

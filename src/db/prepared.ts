@@ -11,7 +11,7 @@ import { sql } from 'kysely';
  * number of prepared statements per connection stays small and known. On PGlite the same
  * marked texts are prepared in the one embedded connection.
  */
-const PREPARED_MARK = '/* prepared */';
+export const PREPARED_MARK = '/* prepared */';
 export const PREPARED = sql.raw(PREPARED_MARK);
 
 /** At most this many distinct texts get a name; a text beyond it runs unnamed, as any other. */

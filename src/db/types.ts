@@ -204,6 +204,8 @@ export interface IntakeLogTable {
   source: string | null;
   warnings: Json<unknown[]>;
   error: string | null;
+  /** A bulk call's outcome per entry (migration 0012); null for single-record calls. */
+  items: ColumnType<unknown[] | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
 }
 
@@ -219,6 +221,15 @@ export interface AutomationsTable {
   destination_id: string | null;
   created_at: CreatedAt;
   updated_at: CreatedAt;
+}
+
+/** An automation run that took effect; its id is the run's job id (migration 0012). */
+export interface AutomationRunsTable {
+  account_id: string;
+  id: string;
+  automation_id: string;
+  record_id: string;
+  created_at: CreatedAt;
 }
 
 export interface WebhookDestinationsTable {
@@ -443,6 +454,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   intake_log: IntakeLogTable;
   automations: AutomationsTable;
+  automation_runs: AutomationRunsTable;
   webhook_destinations: WebhookDestinationsTable;
   outbound_messages: OutboundMessagesTable;
   outbound_attempts: OutboundAttemptsTable;

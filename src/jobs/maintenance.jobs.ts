@@ -19,11 +19,20 @@ export const PURGE_IDEMPOTENCY_KEYS_CRON = '17 * * * *';
 /** Rows per DELETE: a big backlog is cleared in short statements, none holding locks for long. */
 const PURGE_BATCH_SIZE = 5_000;
 
-/** Deletes idempotency keys past their 24 hours (decisions §4); returns how many went. */
-export async function purgeExpiredIdempotencyKeys(executor: Executor): Promise<number> {
+/** Runs `deleteBatch` until it deletes fewer than a batch; returns how many went in all. */
+async function inBatches(deleteBatch: () => Promise<{ numDeletedRows: bigint }>): Promise<number> {
   let deleted = 0;
   for (;;) {
-    const result = await executor
+    const batch = Number((await deleteBatch()).numDeletedRows);
+    deleted += batch;
+    if (batch < PURGE_BATCH_SIZE) return deleted;
+  }
+}
+
+/** Deletes idempotency keys past their 24 hours (decisions §4); returns how many went. */
+export function purgeExpiredIdempotencyKeys(executor: Executor): Promise<number> {
+  return inBatches(() =>
+    executor
       .deleteFrom('idempotency_keys')
       .where((eb) =>
         eb(
@@ -37,11 +46,43 @@ export async function purgeExpiredIdempotencyKeys(executor: Executor): Promise<n
             .$asTuple('account_id', 'scope', 'key'),
         ),
       )
-      .executeTakeFirst();
-    const batch = Number(result.numDeletedRows);
-    deleted += batch;
-    if (batch < PURGE_BATCH_SIZE) return deleted;
-  }
+      .executeTakeFirst(),
+  );
+}
+
+export const purgeAutomationRunsJob = defineJob(
+  'maintenance.purge-automation-runs',
+  Type.Object({}, { additionalProperties: false }),
+);
+
+/** Hourly, at minute 47 (UTC), apart from the other purges. */
+export const PURGE_AUTOMATION_RUNS_CRON = '47 * * * *';
+
+/**
+ * How long an automation run's mark is kept: longer than the job queue keeps a job that has not
+ * finished (14 days), so that no retry of a run can come after its mark is gone.
+ */
+export const AUTOMATION_RUN_MARK_DAYS = 30;
+
+/** Deletes automation run marks past their time (decisions: CRM module); returns how many went. */
+export function purgeAutomationRuns(executor: Executor): Promise<number> {
+  return inBatches(() =>
+    executor
+      .deleteFrom('automation_runs')
+      .where((eb) =>
+        eb(
+          eb.refTuple('account_id', 'id'),
+          'in',
+          eb
+            .selectFrom('automation_runs')
+            .select(['account_id', 'id'])
+            .where('created_at', '<', sql<Date>`now() - make_interval(days => ${AUTOMATION_RUN_MARK_DAYS})`)
+            .limit(PURGE_BATCH_SIZE)
+            .$asTuple('account_id', 'id'),
+        ),
+      )
+      .executeTakeFirst(),
+  );
 }
 
 /** The maintenance jobs every worker runs, and their schedules. */
@@ -50,4 +91,6 @@ export function registerMaintenanceJobs(queue: JobQueue, db: Executor): void {
     deleted: await purgeExpiredIdempotencyKeys(db),
   }));
   queue.schedule(purgeIdempotencyKeysJob, PURGE_IDEMPOTENCY_KEYS_CRON, {});
+  queue.registerHandler(purgeAutomationRunsJob, async () => ({ deleted: await purgeAutomationRuns(db) }));
+  queue.schedule(purgeAutomationRunsJob, PURGE_AUTOMATION_RUNS_CRON, {});
 }

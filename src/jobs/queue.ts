@@ -45,6 +45,7 @@ import type pino from 'pino';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import type { DatabaseHandle } from '../db/client.ts';
+import { PREPARED_MARK } from '../db/prepared.ts';
 import type { Executor } from '../db/types.ts';
 import { pgliteQueueDatabase } from './pglite-adapter.ts';
 
@@ -80,23 +81,42 @@ export interface JobDefinition<Schema extends TSchema> {
   readonly name: string;
   readonly payload: Schema;
   readonly retry: Readonly<RetryPolicy>;
+  /**
+   * Jobs a worker takes at once and runs side by side (1 by default). Above 1 the worker fetches
+   * again at once while fetches come back full, instead of waiting for its next poll: a job that
+   * every request can cause (an automation per stage move) must not be worked one per poll.
+   */
+  readonly batchSize: number;
 }
 
 /** Dotted lower-case names (`area.what-it-does`); pg-boss writes the name into its SQL text. */
 const JOB_NAME = /^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$/;
 const MAX_JOB_NAME_LENGTH = 100;
 
+/** At most this many jobs are fetched and run at once per job and process. */
+const MAX_BATCH_SIZE = 64;
+
 export function defineJob<Schema extends TSchema>(
   name: string,
   payload: Schema,
   retry: Partial<RetryPolicy> = {},
+  work: { batchSize?: number } = {},
 ): JobDefinition<Schema> {
+  const batchSize = work.batchSize ?? 1;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+    throw new Error(`job ${name}: batchSize must be a whole number from 1 to ${MAX_BATCH_SIZE}`);
+  }
   if (name.length > MAX_JOB_NAME_LENGTH || !JOB_NAME.test(name)) {
     throw new Error(
       `job name "${name}" must be dotted lower-case words, at most ${MAX_JOB_NAME_LENGTH} characters`,
     );
   }
-  return Object.freeze({ name, payload, retry: Object.freeze({ ...DEFAULT_RETRY_POLICY, ...retry }) });
+  return Object.freeze({
+    name,
+    payload,
+    retry: Object.freeze({ ...DEFAULT_RETRY_POLICY, ...retry }),
+    batchSize,
+  });
 }
 
 /** What a handler learns about the attempt it runs. */
@@ -186,11 +206,16 @@ const POSTGRES_POOL_SIZE = 3;
 /** A process that only enqueues: jobs are written through the caller's executor. */
 const ENQUEUE_ONLY_POOL_SIZE = 1;
 
-/** Runs pg-boss's statements through a Kysely executor, so they take part in its transaction. */
+/**
+ * Runs pg-boss's statements through a Kysely executor, so they take part in its transaction. Only
+ * `send` comes this way, and its text is fixed per queue (the queue's name is written into it),
+ * so it is run prepared: parsing and planning that wide insert cost about four times what running
+ * it did (0.6–0.9 ms against 0.13–0.17 ms per job on PostgreSQL, see Benchmark).
+ */
 function executorQueueDatabase(executor: Executor): QueueDatabase {
   return {
     async executeSql(text: string, values: unknown[] = []) {
-      const result = await executor.executeQuery(CompiledQuery.raw(text, values));
+      const result = await executor.executeQuery(CompiledQuery.raw(`${text} ${PREPARED_MARK}`, values));
       return { rows: [...result.rows] };
     },
   };
@@ -341,7 +366,8 @@ export function createJobQueue(database: DatabaseHandle, options: JobQueueOption
         await boss.work(
           registration.job.name,
           {
-            batchSize: 1,
+            batchSize: registration.job.batchSize,
+            burstWhenBatchFull: registration.job.batchSize > 1,
             includeMetadata: true,
             perJobResults: true,
             pollingIntervalSeconds: options.pollingIntervalSeconds ?? 2,

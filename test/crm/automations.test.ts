@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
@@ -191,11 +192,14 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(read.json().secret).toBeUndefined();
       receiver.verifyWith(created.json().secret);
       const id = await create(account, { email: 'hook@b.co' });
-      await move(account, id, 'Won');
+      const moved = await move(account, id, 'Won');
       const message = await waitFor(() => receiver.received.find((r) => r.json.data.record.id === id));
       expect(message.json).toMatchObject({
         type: 'record.stage_changed',
-        data: { crm: { stage: 'Won' }, automation: { name: 'Tell the CRM' } },
+        data: {
+          crm: { pipeline: 'Sales', stage: 'Won', entered_at: moved.crm.entered_at },
+          automation: { name: 'Tell the CRM' },
+        },
       });
       const [ran] = await resultOf(account, id);
       expect(ran).toMatchObject({
@@ -312,6 +316,52 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       const all = await events(account, id);
       expect(all.filter((e) => e.type === 'stage_changed')).toHaveLength(11);
       expect(all.filter((e) => e.type === 'automation_ran')).toHaveLength(10);
+    });
+    it('runs each job once: a retried or repeated job moves, notes and sends nothing twice', async () => {
+      const account = await crmAccount();
+      const configured = async (name: string, stage: string, action: object) =>
+        (await configure(account, { name, entity: 'lead', stage, action })).json();
+      // Configured on stages no move of this test enters: the runs below are started by hand.
+      const mover = await configured('Win', 'New', { type: 'move_stage', stage: 'Won' });
+      const noter = await configured('Remember', 'New', { type: 'note', body: 'In {{stage}}' });
+      const hook = await configured('Hook', 'New', { type: 'webhook', url: receiver.url });
+      receiver.verifyWith(hook.secret);
+      const id = await create(account, { email: 'retry@b.co' });
+      const runTwice = async (automationId: string) => {
+        const jobId = randomUUID();
+        const payload = { accountId: account.id, recordId: id, automationId, stage: 'New', chain: 0 };
+        // Two attempts at once (an expired attempt still running beside its retry), then a retry.
+        const answers = await Promise.all([
+          t.services.automations.run(jobId, payload),
+          t.services.automations.run(jobId, payload),
+        ]);
+        answers.push(await t.services.automations.run(jobId, payload));
+        return answers;
+      };
+      const moveAnswers = await runTwice(mover.id);
+      expect(moveAnswers.filter((a) => 'ran' in a)).toEqual([{ ran: 'move_stage' }]);
+      expect(moveAnswers.filter((a) => 'skipped' in a)).toEqual([
+        { skipped: 'already_ran' },
+        { skipped: 'already_ran' },
+      ]);
+      expect((await runTwice(noter.id)).filter((a) => 'ran' in a)).toEqual([{ ran: 'note' }]);
+      expect((await runTwice(hook.id)).filter((a) => 'enqueued' in a)).toEqual([{ enqueued: 'webhook' }]);
+
+      const history = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${id}/history`,
+        key: account.apiKey,
+      });
+      const { events: all, stages } = history.json() as { events: HistoryEvent[]; stages: unknown[] };
+      expect(all.filter((e) => e.type === 'stage_changed')).toHaveLength(1);
+      expect(stages).toHaveLength(2);
+      expect(all.filter((e) => e.type === 'note_added')).toHaveLength(1);
+      await waitFor(() => receiver.received.some((r) => r.json.data.record.id === id));
+      const ran = await resultOf(account, id, 3);
+      expect(ran.map((e) => e.data.automation).sort()).toEqual(['Hook', 'Remember', 'Win']);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(receiver.received.filter((r) => r.json.data.record.id === id)).toHaveLength(1);
+      expect((await events(account, id)).filter((e) => e.type.startsWith('automation_'))).toHaveLength(3);
     });
   });
 

@@ -469,6 +469,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         outcome: string;
         error: string | null;
         warnings: unknown[];
+        items: unknown[] | null;
       }[];
     }
 
@@ -503,13 +504,17 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
           { key: 'meta.utm_source', reason: 'invalid_characters', message: INVALID },
         ],
       });
+      // One entry for the call, listing each entry's outcome (decisions §10).
       const log = await intakeLog();
-      expect(log.length - logBefore).toBe(5);
-      const refusals = log.filter(
-        (entry) => entry.endpoint === 'records.bulk' && entry.outcome === 'refused',
-      );
-      expect(refusals).toHaveLength(3);
-      expect(refusals.every((entry) => entry.error === 'validation_failed')).toBe(true);
+      expect(log.length - logBefore).toBe(1);
+      expect(log[0]).toMatchObject({ endpoint: 'records.bulk', outcome: 'bulk', status_code: 200 });
+      expect(log[0]!.items).toEqual([
+        { index: 0, status: 'created', record_id: body.results[0].id },
+        { index: 1, status: 'refused', error: 'validation_failed', details: body.results[1].details },
+        { index: 2, status: 'created', record_id: body.results[2].id },
+        { index: 3, status: 'refused', error: 'validation_failed', details: body.results[3].details },
+        { index: 4, status: 'refused', error: 'validation_failed', details: body.results[4].details },
+      ]);
     });
 
     it('S2 bulk with an Idempotency-Key replays the same answer, refused entries included', async () => {

@@ -69,12 +69,24 @@ describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
       'note_added',
       'lead_created',
     ]);
+    // One log entry for the call, whichever way each entry went in (decisions §10).
     const log = await t.db
       .selectFrom('intake_log')
-      .select('outcome')
+      .select(['outcome', 'items'])
       .where('request_id', '=', 'bulk-batch-1')
       .execute();
-    expect(log.map((l) => l.outcome).sort()).toEqual(['created', 'created', 'created', 'updated', 'updated']);
+    expect(log).toEqual([
+      {
+        outcome: 'bulk',
+        items: [
+          { index: 0, status: 'created', record_id: results[0].id },
+          { index: 1, status: 'updated', record_id: results[0].id },
+          { index: 2, status: 'updated', record_id: existing },
+          { index: 3, status: 'created', record_id: results[3].id },
+          { index: 4, status: 'created', record_id: results[4].id },
+        ],
+      },
+    ]);
 
     // The keyed entry is idempotent on its own: sent again alone, it answers the same record.
     const again = await t.request({

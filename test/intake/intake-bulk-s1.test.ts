@@ -37,6 +37,81 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       expect(body.results[3].warnings).toEqual([{ key: 'shoe', reason: 'unmapped' }]);
     });
 
+    it('logs each bulk call, S2 and S1, as one entry listing every entry; single calls stay one entry each', async () => {
+      const own = await accountWithLeads(t, { modules: ['crm'] });
+      const log = async () =>
+        (await t.request({ method: 'GET', url: '/api/v1/intake-log', key: own.apiKey })).json().entries;
+      const s2 = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: own.apiKey,
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'one@log.co' } },
+            { entity: 'lead', fields: { interest: 'Wind' } },
+            { entity: 'lead', fields: { email: 'other@log.co', shoe: 1 } },
+          ],
+        },
+      });
+      const [first, refused, again] = s2.json().results;
+      const [entry] = await log();
+      expect(entry).toMatchObject({
+        endpoint: 'records.bulk',
+        outcome: 'bulk',
+        status_code: 200,
+        record_id: null,
+        entity: 'lead',
+        error: null,
+        items: [
+          { index: 0, status: 'created', record_id: first.id },
+          { index: 1, status: 'refused', error: 'validation_failed', details: refused.details },
+          {
+            index: 2,
+            status: 'created',
+            record_id: again.id,
+            warnings: [{ key: 'shoe', reason: 'unmapped' }],
+          },
+        ],
+      });
+      expect(await log()).toHaveLength(1);
+
+      const s1 = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: own.apiKey,
+        body: { entity: 'lead', batch: [{ email: 'two@log.co' }, { email: 'three@log.co' }] },
+      });
+      expect(s1.statusCode).toBe(200);
+      const [two, three] = s1.json().created;
+      const single = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: own.apiKey,
+        body: { entity: 'lead', fields: { email: 'four@log.co' } },
+      });
+      const entries = await log();
+      expect(entries).toHaveLength(3);
+      expect(entries[0]).toMatchObject({
+        outcome: 'created',
+        record_id: single.json().id,
+        items: null,
+      });
+      expect(entries[1]).toMatchObject({
+        outcome: 'bulk',
+        entity: 'lead',
+        items: [
+          { index: 0, status: 'created', record_id: two.lead_id },
+          { index: 1, status: 'created', record_id: three.lead_id },
+        ],
+      });
+      const rows = await t.db
+        .selectFrom('intake_log')
+        .select('id')
+        .where('account_id', '=', own.id)
+        .execute();
+      expect(rows).toHaveLength(3);
+    });
+
     it('takes at most 100 records', async () => {
       const records = Array.from({ length: 101 }, (_, i) => ({
         entity: 'lead',

@@ -9,7 +9,11 @@ import { type DatabaseHandle, openDatabase } from '../../src/db/client.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import type { Db } from '../../src/db/types.ts';
 import {
+  AUTOMATION_RUN_MARK_DAYS,
+  PURGE_AUTOMATION_RUNS_CRON,
   PURGE_IDEMPOTENCY_KEYS_CRON,
+  purgeAutomationRuns,
+  purgeAutomationRunsJob,
   purgeExpiredIdempotencyKeys,
   purgeIdempotencyKeysJob,
   registerMaintenanceJobs,
@@ -284,6 +288,38 @@ describe.each(TEST_DATABASES)('the durable job queue on %s', (kind) => {
       .execute();
     expect(left.map((row) => row.key).sort()).toEqual(['fresh-1', 'fresh-2']);
     expect(await purgeExpiredIdempotencyKeys(db)).toBe(0);
+  });
+
+  it('purges automation run marks past their days, and only those, in its hourly job', async () => {
+    const account = randomUUID();
+    await db.insertInto('accounts').values({ id: account, name: 'Runs', modules: [] }).execute();
+    const mark = (days: number) => ({
+      account_id: account,
+      id: randomUUID(),
+      automation_id: randomUUID(),
+      record_id: randomUUID(),
+      created_at: new Date(Date.now() - days * 86_400_000),
+    });
+    const kept = [mark(AUTOMATION_RUN_MARK_DAYS - 1), mark(0)];
+    await db
+      .insertInto('automation_runs')
+      .values([mark(AUTOMATION_RUN_MARK_DAYS + 1), mark(AUTOMATION_RUN_MARK_DAYS + 40), ...kept])
+      .execute();
+    const { queue, lines } = await startQueue((queue) => registerMaintenanceJobs(queue, db));
+    const schedules = await sql<{ cron: string }>`
+      SELECT cron FROM pgboss.schedule WHERE name = ${purgeAutomationRunsJob.name}
+    `.execute(db);
+    expect(schedules.rows).toEqual([{ cron: PURGE_AUTOMATION_RUNS_CRON }]);
+    const id = await queue.enqueue(db, purgeAutomationRunsJob, {});
+    await until(() => lines.some((line) => line.msg === 'job completed' && line.jobId === id), 20_000);
+    expect(lines).toContainEqual(expect.objectContaining({ jobId: id, output: { deleted: 2 } }));
+    const left = await db
+      .selectFrom('automation_runs')
+      .select('id')
+      .where('account_id', '=', account)
+      .execute();
+    expect(left.map((row) => row.id).sort()).toEqual(kept.map((row) => row.id).sort());
+    expect(await purgeAutomationRuns(db)).toBe(0);
   });
 
   it('keeps jobs across a restart of the database and runs each exactly once', async () => {

@@ -127,6 +127,31 @@ export function createAutomationsRepo(db: Executor) {
         .execute();
     },
 
+    /** Whether the run (its job id) took effect already: a retry then does nothing. */
+    async runDone(accountId: string, runId: string, tx: Executor = db): Promise<boolean> {
+      const result = await sql<{ id: string }>`
+        SELECT id FROM automation_runs WHERE account_id = ${accountId} AND id = ${runId} ${PREPARED}`.execute(
+        tx,
+      );
+      return result.rows.length > 0;
+    },
+
+    /**
+     * Marks the run as taken effect, in the transaction of its effect; false when it was already
+     * (a concurrent attempt of the same job waits here for the first one's commit, then finds it).
+     */
+    async claimRun(
+      accountId: string,
+      run: { id: string; automationId: string; recordId: string },
+      tx: Executor,
+    ): Promise<boolean> {
+      const result = await sql<{ id: string }>`
+        INSERT INTO automation_runs (account_id, id, automation_id, record_id)
+        VALUES (${accountId}, ${run.id}, ${run.automationId}, ${run.recordId})
+        ON CONFLICT DO NOTHING RETURNING id ${PREPARED}`.execute(tx);
+      return result.rows.length > 0;
+    },
+
     async delete(accountId: string, id: string, tx: Executor = db) {
       await tx.deleteFrom('automations').where('account_id', '=', accountId).where('id', '=', id).execute();
     },

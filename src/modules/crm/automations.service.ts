@@ -314,6 +314,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         recordId: move.id,
         automationId,
         stage: move.crm.stage,
+        enteredAt: move.crm.entered_at,
         chain: ctx.chain,
       });
     }
@@ -349,19 +350,26 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
   }
   outbound.onOutcome(OUTCOME_HOOK, onOutcome);
 
-  /** Runs one automation for one move (the job's handler). */
+  /**
+   * Runs one automation for one move (the job's handler). Every effect is written together with
+   * the run's mark (its job id) in one transaction, so that a retry of a job whose effect
+   * committed (the worker died before the queue learnt it) does nothing a second time.
+   */
   async function run(
-    /** The job's id, the same for each retry of one run: a note is added once however often it is tried. */
+    /** The job's id, the same for each retry of one run. */
     jobId: string,
     payload: {
       accountId: string;
       recordId: string;
       automationId: string;
       stage: string;
+      enteredAt?: string;
       chain: number;
     },
   ) {
     const { accountId, recordId } = payload;
+    const alreadyRan = { skipped: 'already_ran' };
+    if (await repo.runDone(accountId, jobId)) return alreadyRan;
     const row = await repo.find(accountId, payload.automationId);
     if (!row?.enabled) return { skipped: 'automation_gone_or_disabled' };
     const record = await reads.findFull(accountId, recordId);
@@ -376,9 +384,22 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       record_token: token,
     });
     const ref = JSON.stringify({ record: recordId, automation: row.id, name: row.name, action: row.action });
+    const mark = { id: jobId, automationId: row.id, recordId };
+    /** The effect and the run's mark in one transaction; false (nothing written) when the mark was there. */
+    const once = (effect: (tx: Executor) => Promise<unknown>) =>
+      db.transaction().execute(async (tx) => {
+        if (!(await repo.claimRun(accountId, mark, tx))) return false;
+        await effect(tx);
+        return true;
+      });
+    const failed = async (reason: string) =>
+      (await once((tx) => result(tx, accountId, recordId, automation, { ok: false, reason })))
+        ? { failed: reason }
+        : alreadyRan;
 
     switch (row.action as ActionType) {
       case 'note': {
+        // The note's own idempotency key keeps a retry from adding it twice; its result goes with the mark.
         await deps.notes.add(
           {
             accountId,
@@ -392,15 +413,12 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             idempotencyKey: `automation:${jobId}`,
           },
         );
-        await result(db, accountId, recordId, automation, { ok: true });
-        return { ran: 'note' };
+        const ran = await once((tx) => result(tx, accountId, recordId, automation, { ok: true }));
+        return ran ? { ran: 'note' } : alreadyRan;
       }
       case 'move_stage': {
-        if (payload.chain >= MAX_CHAINED_MOVES) {
-          await result(db, accountId, recordId, automation, { ok: false, reason: 'loop_limit' });
-          return { failed: 'loop_limit' };
-        }
-        await db.transaction().execute(async (tx) => {
+        if (payload.chain >= MAX_CHAINED_MOVES) return failed('loop_limit');
+        const ran = await once(async (tx) => {
           const move = await crm.moveWithin(
             tx,
             {
@@ -420,33 +438,34 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             data: { stage: move.crm.stage, previous: move.previous },
           });
         });
-        return { ran: 'move_stage' };
+        return ran ? { ran: 'move_stage' } : alreadyRan;
       }
       case 'webhook': {
         if (!row.destination_id) throw new Error('webhook automation without destination');
-        await db.transaction().execute((tx) =>
+        const ran = await once((tx) =>
           outbound.enqueueWebhook(tx, accountId, {
             destinationId: row.destination_id!,
             type: 'record.stage_changed',
             data: {
               ...recordEventData(record.entity_key, record),
-              crm: { pipeline: record.pipeline_name, stage: payload.stage },
+              crm: {
+                pipeline: record.pipeline_name,
+                stage: payload.stage,
+                ...(payload.enteredAt ? { entered_at: payload.enteredAt } : {}),
+              },
               automation: { id: row.id, name: row.name },
             },
             notify: OUTCOME_HOOK,
             ref,
           }),
         );
-        return { enqueued: 'webhook' };
+        return ran ? { enqueued: 'webhook' } : alreadyRan;
       }
       case 'email': {
         const toTemplate = action.to ?? '';
         const to =
           variablesOf(toTemplate).length > 0 ? render(toTemplate, values()).trim() : toTemplate.trim();
-        if (!EMAIL.test(to)) {
-          await result(db, accountId, recordId, automation, { ok: false, reason: 'no_recipient' });
-          return { failed: 'no_recipient' };
-        }
+        if (!EMAIL.test(to)) return failed('no_recipient');
         const usesToken = [action.subject, action.body].some(
           (t) => t && variablesOf(t).includes('record_token'),
         );
@@ -460,7 +479,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
           : '';
         const body = action.body ?? '';
         const html = looksLikeHtml(body);
-        await db.transaction().execute((tx) =>
+        const ran = await once((tx) =>
           outbound.enqueueEmail(
             tx,
             accountId,
@@ -473,12 +492,10 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             { type: 'automation.email', notify: OUTCOME_HOOK, ref },
           ),
         );
-        return { enqueued: 'email' };
+        return ran ? { enqueued: 'email' } : alreadyRan;
       }
-      default: {
-        await result(db, accountId, recordId, automation, { ok: false, reason: 'module_not_enabled' });
-        return { failed: 'module_not_enabled' };
-      }
+      default:
+        return failed('module_not_enabled');
     }
   }
 

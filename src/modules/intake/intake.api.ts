@@ -5,8 +5,9 @@ import { mapLimited } from '../../lib/concurrency.ts';
 import { isStorableText } from '../../lib/text.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
 import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
+import type { BulkLogItem } from './intake.repo.ts';
 import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
-import type { IntakeContext, IntakeOutcome, IntakeService } from './intake.service.ts';
+import { type IntakeContext, type IntakeOutcome, type IntakeService, outcomeOf } from './intake.service.ts';
 
 /**
  * A bulk entry is checked like the body of POST /api/v1/records (typed, no coercion); the call's
@@ -42,6 +43,33 @@ function s2Response(outcome: IntakeOutcome) {
     updated: outcome.updated,
     warnings: outcome.warnings,
   };
+}
+
+/** A bulk entry's outcome as the call's log entry lists it, read from the entry's answer. */
+function logItemOf(index: number, result: { accepted: boolean; body: unknown }): BulkLogItem {
+  if (result.accepted) {
+    const answer = result.body as ReturnType<typeof s2Response>;
+    return {
+      index,
+      status: outcomeOf(answer),
+      record_id: answer.id,
+      ...(answer.warnings.length > 0 ? { warnings: answer.warnings } : {}),
+    };
+  }
+  const refusal = result.body as { error: string; details?: unknown[] };
+  return {
+    index,
+    status: 'refused',
+    error: refusal.error,
+    ...(refusal.details && refusal.details.length > 0 ? { details: refusal.details } : {}),
+  };
+}
+
+/** The entity every entry names, or null when they name several (or none that can be stored). */
+function sharedEntityOf(entries: Record<string, unknown>[]): string | null {
+  const names = new Set(entries.map((entry) => entry.entity));
+  const [only] = names;
+  return names.size === 1 && typeof only === 'string' && only !== '' && isStorableText(only) ? only : null;
 }
 
 /** The S2 and S1 intake endpoints over the intake service, with idempotency where it applies. */
@@ -93,6 +121,8 @@ export function createIntakeApi({
       headerKey: unknown,
       entryProblems: Map<number, ValidationDetail[]> | null = null,
     ): Promise<Answer> {
+      // The call is logged as one entry listing every entry's outcome (decisions §10).
+      ctx = { ...ctx, loggedByCall: true };
       const work = async () => {
         type EntryResult = { accepted: boolean; body: unknown };
         const results: (EntryResult | undefined)[] = body.records.map(() => undefined);
@@ -106,13 +136,8 @@ export function createIntakeApi({
             throw error;
           return { accepted: false, body: s2Body(error) };
         };
-        // Entries refused before they are read are logged together, in one statement.
-        const refusedEarly: Parameters<IntakeService['logRefusals']>[1] = [];
         const refuseEarly = (index: number, error: unknown) => {
           results[index] = refuse(error);
-          const entity = body.records[index]?.entity;
-          const named = typeof entity === 'string' && entity !== '' && isStorableText(entity);
-          refusedEarly.push({ handover: named ? { entity, source: null } : null, error: error as AppError });
         };
         for (const [index, details] of entryProblems ?? []) refuseEarly(index, validationFailed(details));
         // New records without their own idempotency key go in together, in one statement.
@@ -126,7 +151,6 @@ export function createIntakeApi({
             refuseEarly(index, error);
           }
         }
-        if (refusedEarly.length > 0) await intake.logRefusals(ctx, refusedEarly);
         const batched = await intake.intakeBatch(
           ctx,
           together.map((item) => item.handover),
@@ -151,6 +175,11 @@ export function createIntakeApi({
           }
         });
         const accepted = results.filter((result) => result?.accepted).length;
+        await intake.logBulkCall(
+          ctx,
+          sharedEntityOf(body.records),
+          results.map((result, index) => logItemOf(index, result!)),
+        );
         return {
           status: 200,
           body: {

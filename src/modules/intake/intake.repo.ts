@@ -13,6 +13,18 @@ export interface IntakeLogEntry {
   source: string | null;
   warnings: unknown[];
   error: string | null;
+  /** A bulk call's outcome per entry; absent for single-record calls. */
+  items?: BulkLogItem[];
+}
+
+/** One entry of a bulk call, as its log entry lists it (decisions §10). */
+export interface BulkLogItem {
+  index: number;
+  status: 'created' | 'updated' | 'unchanged' | 'refused';
+  record_id?: string;
+  warnings?: unknown[];
+  error?: string;
+  details?: unknown[];
 }
 
 export function createIntakeRepo(db: Executor) {
@@ -34,6 +46,7 @@ export function createIntakeRepo(db: Executor) {
             source: entry.source,
             warnings: toJson(entry.warnings),
             error: entry.error,
+            items: entry.items ? toJson(entry.items) : null,
           })),
         )
         .execute();
@@ -54,6 +67,7 @@ export function createIntakeRepo(db: Executor) {
           'source',
           'warnings',
           'error',
+          'items',
           'created_at',
         ])
         .where('account_id', '=', accountId);

@@ -137,7 +137,8 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         tags,
         operationId: 'listIntakeLog',
-        summary: 'Outcome of every intake call, newest first',
+        summary: 'Outcome of every intake call, newest first (one entry per call)',
+        description: 'A bulk call is one entry whose `items` list what became of each of its entries.',
         querystring: PageQuery,
         response: { 200: IntakeLogList, ...s2Errors },
       },

@@ -203,13 +203,36 @@ export const S1BulkResponse = Type.Object({
   created: Type.Array(Type.Object({ lead_id: Uuid, email: Type.Union([Type.String(), Type.Null()]) })),
 });
 
+/** One entry of a bulk call in its log entry: what became of it. */
+const IntakeLogItem = Type.Object(
+  {
+    index: Type.Integer({ minimum: 0, description: 'Position of the entry in the call' }),
+    status: Type.Union(
+      ['created', 'updated', 'unchanged', 'refused'].map((value) => Type.Literal(value)),
+      { description: 'What became of the entry; `unchanged` is an ignored duplicate' },
+    ),
+    record_id: Type.Optional(Uuid),
+    warnings: Type.Optional(
+      Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }, { additionalProperties: true })),
+    ),
+    error: Type.Optional(Type.String({ description: "The refusal's error code (refused entries)" })),
+    details: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+  },
+  {
+    description: 'A refused entry carries `error` (and `details` when there are any), any other `record_id`',
+  },
+);
+
 export const IntakeLogList = Type.Object({
   entries: Type.Array(
     Type.Object({
       id: Uuid,
       request_id: Type.String(),
       endpoint: Type.String(),
-      outcome: Type.String(),
+      outcome: Type.String({
+        description:
+          '`created`, `updated`, `unchanged` (an ignored duplicate) or `refused` for a single-record call; `bulk` for a bulk call, whose entries are in `items`',
+      }),
       status_code: Type.Integer(),
       record_id: Type.Union([Uuid, Type.Null()]),
       entity: Type.Union([Type.String(), Type.Null()]),
@@ -218,6 +241,10 @@ export const IntakeLogList = Type.Object({
         Type.Object({ key: Type.String(), reason: Type.String() }, { additionalProperties: true }),
       ),
       error: Type.Union([Type.String(), Type.Null()]),
+      items: Type.Union([Type.Array(IntakeLogItem), Type.Null()], {
+        description:
+          'A bulk call (`POST /api/v1/records/bulk`, `POST /api/leads/bulk`) is one entry listing every entry of the call in order; null for a single-record call',
+      }),
       created_at: Timestamp,
     }),
   ),

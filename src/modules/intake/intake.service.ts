@@ -25,7 +25,7 @@ import {
 import { recordEventData } from '../records/record-webhooks.ts';
 import type { NewRecordRow, RecordsRepo } from '../records/records.repo.ts';
 import type { UsersRepo } from '../users/users.repo.ts';
-import type { IntakeRepo } from './intake.repo.ts';
+import type { BulkLogItem, IntakeLogEntry, IntakeRepo } from './intake.repo.ts';
 
 export interface Warning {
   key: string;
@@ -50,6 +50,11 @@ export interface IntakeContext {
    * checked before anything is written (the one-statement create checks it itself).
    */
   key: { keyId: string; checked: boolean } | null;
+  /**
+   * Set for the entries of a bulk call: the call is logged as one entry listing every entry's
+   * outcome (decisions §10), so nothing is logged per entry.
+   */
+  loggedByCall?: boolean;
 }
 
 export interface HandoverNote {
@@ -125,6 +130,11 @@ const MAX_GROUPED_CREATES = 10;
 type ManyItem = Parameters<RecordsRepo['createManyInOneStatement']>[1][number];
 type GroupedOutcome = { kind: 'created'; createdAt: Date } | { kind: 'key_revoked' } | { kind: 'refused' };
 
+/** What became of a handover, in the words of the intake log. */
+export function outcomeOf(result: Pick<IntakeOutcome, 'created' | 'updated'>): BulkLogItem['status'] {
+  return result.created ? 'created' : result.updated ? 'updated' : 'unchanged';
+}
+
 export function createIntakeService({
   db,
   auth,
@@ -191,7 +201,10 @@ export function createIntakeService({
         tag: note.tag ?? null,
         senderName: ctx.keyName,
       })),
-      log: { requestId: ctx.requestId, endpoint: ctx.endpoint, entityKey, warnings },
+      entityKey,
+      log: ctx.loggedByCall
+        ? null
+        : { requestId: ctx.requestId, endpoint: ctx.endpoint, entityKey, warnings },
     };
   }
 
@@ -333,7 +346,15 @@ export function createIntakeService({
     const webhooks = await outbound.subscribers(ctx.accountId, 'record.created');
     const created = await records.createInOneStatement(ctx.accountId, row, {
       notes: item.notes,
-      log: { ...item.log, statusCode: 201, source: row.source },
+      log: {
+        requestId: ctx.requestId,
+        endpoint: ctx.endpoint,
+        entityKey: entity.key,
+        warnings: outcome.warnings,
+        statusCode: 201,
+        source: row.source,
+      },
+      logged: item.log !== null,
       answer: store ? { ...store.ref, statusCode: 201, body: answer(outcome) } : null,
       uncheckedKeyId,
       webhooks,
@@ -532,7 +553,7 @@ export function createIntakeService({
     return {
       requestId: ctx.requestId,
       endpoint: ctx.endpoint,
-      outcome: result.created ? 'created' : result.updated ? 'updated' : 'unchanged',
+      outcome: outcomeOf(result),
       statusCode,
       recordId: result.recordId,
       entityKey: result.entityKey,
@@ -561,6 +582,22 @@ export function createIntakeService({
     };
   }
 
+  /** The one log entry of a bulk call, listing every entry's outcome (decisions §10). */
+  function bulkEntry(ctx: IntakeContext, entityKey: string | null, items: BulkLogItem[]): IntakeLogEntry {
+    return {
+      requestId: ctx.requestId,
+      endpoint: ctx.endpoint,
+      outcome: 'bulk',
+      statusCode: 200,
+      recordId: null,
+      entityKey: entityKey === null ? null : truncate(entityKey, 200),
+      source: ctx.sourceName ?? 'api',
+      warnings: [],
+      error: null,
+      items,
+    };
+  }
+
   async function logRefusal(ctx: IntakeContext, handover: Handover | null, error: AppError) {
     await logRefusals(ctx, [{ handover, error }]);
   }
@@ -569,6 +606,7 @@ export function createIntakeService({
     ctx: IntakeContext,
     refusals: { handover: Pick<Handover, 'entity' | 'source'> | null; error: AppError }[],
   ) {
+    if (ctx.loggedByCall) return;
     await intakeLog
       .log(
         ctx.accountId,
@@ -582,6 +620,11 @@ export function createIntakeService({
 
     /** Logs refusals found before a handover was read, e.g. bulk entries refused at the edge. */
     logRefusals,
+
+    /** Writes the one log entry of a bulk call (its entries were taken in with `loggedByCall`). */
+    async logBulkCall(ctx: IntakeContext, entityKey: string | null, items: BulkLogItem[]) {
+      await intakeLog.log(ctx.accountId, [bulkEntry(ctx, entityKey, items)]);
+    },
 
     /**
      * Takes in one record. `answer` turns the outcome into the response body, which is stored
@@ -629,7 +672,9 @@ export function createIntakeService({
             }
             const status = outcome.created ? 201 : 200;
             const body = answer(outcome);
-            await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
+            if (!ctx.loggedByCall) {
+              await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
+            }
             if (store) await store.save(tx, { status, body });
             return { status, body, outcome };
           });
@@ -754,11 +799,16 @@ export function createIntakeService({
         for (const [index, handover] of handovers.entries()) {
           outcomes.push(await write(ctx, tx, handover, prepared[index]!));
         }
-        await intakeLog.log(
-          ctx.accountId,
-          outcomes.map((outcome, index) => logOutcome(ctx, handovers[index]!, outcome, 200)),
-          tx,
+        // One entry for the call, listing each lead's outcome (decisions §10).
+        const items = outcomes.map(
+          (outcome, index): BulkLogItem => ({
+            index,
+            status: outcomeOf(outcome),
+            record_id: outcome.recordId,
+            ...(outcome.warnings.length > 0 ? { warnings: outcome.warnings } : {}),
+          }),
         );
+        await intakeLog.log(ctx.accountId, [bulkEntry(ctx, handovers[0]?.entity ?? null, items)], tx);
         return outcomes;
       });
     },
@@ -779,6 +829,7 @@ export function createIntakeService({
           source: row.source,
           warnings: row.warnings as Warning[],
           error: row.error,
+          items: (row.items as BulkLogItem[] | null) ?? null,
           created_at: iso(row.created_at),
         })),
         next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null,

@@ -120,6 +120,8 @@ export function createRecordsRepo(db: Executor) {
           warnings: unknown[];
         };
         answer: { scope: string; key: string; statusCode: number; body: unknown } | null;
+        /** False for an entry of a bulk call, whose call writes one log entry for all its entries. */
+        logged?: boolean;
         /** An API key taken from memory: nothing is written unless it is still live. */
         uncheckedKeyId: string | null;
         /** Account webhooks subscribed to `record.created`. */
@@ -170,7 +172,7 @@ export function createRecordsRepo(db: Executor) {
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
           SELECT ${accountId}, gen_random_uuid(), ${extras.log.requestId}, ${extras.log.endpoint}, 'created',
             ${extras.log.statusCode}, ins.id, ${extras.log.entityKey}, ${extras.log.source}, ${toJson(extras.log.warnings)}::jsonb
-          FROM ins
+          FROM ins WHERE ${extras.logged ?? true}::boolean
         ), stored_answer AS (
           UPDATE idempotency_keys SET state = 'done', status_code = ${extras.answer?.statusCode ?? null},
             response = ${extras.answer ? toJson(extras.answer.body) : null}::jsonb
@@ -187,7 +189,8 @@ export function createRecordsRepo(db: Executor) {
     },
 
     /**
-     * Creates many new records, each with its notes and intake log entry, in one statement.
+     * Creates many new records, each with its notes and intake log entry (an item without `log`
+     * has none: a bulk call logs itself as one entry), in one statement.
      * Rows a unique rule refuses (external id, duplicate-rule values, also against each other)
      * are skipped; the answer lists the ids that were created.
      */
@@ -196,7 +199,9 @@ export function createRecordsRepo(db: Executor) {
       items: {
         row: NewRecordRow;
         notes: { body: string; tag: string | null; senderName: string | null }[];
-        log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] };
+        log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] } | null;
+        /** The entity's key (also without a log entry: webhook messages name it). */
+        entityKey: string;
         /** An API key taken from memory: the item is written only while the key is unrevoked. */
         uncheckedKeyId?: string | null;
       }[],
@@ -220,10 +225,10 @@ export function createRecordsRepo(db: Executor) {
         pipeline_id: item.row.pipelineId,
         stage_id: item.row.stageId,
         notes: item.notes,
-        request_id: item.log.requestId,
-        endpoint: item.log.endpoint,
-        entity_key: item.log.entityKey,
-        warnings: item.log.warnings,
+        request_id: item.log?.requestId ?? null,
+        endpoint: item.log?.endpoint ?? null,
+        entity_key: item.entityKey,
+        warnings: item.log?.warnings ?? [],
         key_id: item.uncheckedKeyId ?? null,
       }));
       const result = await sql<{ id: string; created_at: Date | null }>`
@@ -273,7 +278,7 @@ export function createRecordsRepo(db: Executor) {
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
           SELECT ${accountId}::uuid, gen_random_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
             input.entity_key, input.source, input.warnings
-          FROM ins JOIN input USING (id)
+          FROM ins JOIN input USING (id) WHERE input.endpoint IS NOT NULL
         )
         SELECT id, created_at FROM ins
         UNION ALL
