@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { distributionAccount, wrongCredentials } from './support.ts';
+import { distributionAccount, expectRefusedCredentials, wrongCredentials } from './support.ts';
 
 const PARTNERS = '/api/v1/distribution/partners';
 const MISSING = '00000000-0000-4000-8000-000000000000';
@@ -15,8 +15,12 @@ describe.each(TEST_DATABASES)('distribution: partners on %s', (kind) => {
   });
   afterAll(async () => t?.close());
 
-  const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, key = account.apiKey) =>
-    t.request({ method, url, key, body });
+  const call = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    key = account.apiKey,
+  ) => t.request({ method, url, key, body });
   let counter = 0;
   const unique = (name: string) => `${name} ${++counter}`;
   const create = async (body: Record<string, unknown>) => {
@@ -131,7 +135,10 @@ describe.each(TEST_DATABASES)('distribution: partners on %s', (kind) => {
         billing_street: 'Weg 3',
         billing_email: 'bill@p.example',
       });
-      const patched = await call('PATCH', `${PARTNERS}/${id}`, { city: 'Bremen', billing_address_differs: false });
+      const patched = await call('PATCH', `${PARTNERS}/${id}`, {
+        city: 'Bremen',
+        billing_address_differs: false,
+      });
       expect(patched.statusCode).toBe(200);
       expect(patched.json()).toEqual({ id });
       expect(await read(id)).toMatchObject({
@@ -156,9 +163,12 @@ describe.each(TEST_DATABASES)('distribution: partners on %s', (kind) => {
       expect((await call('DELETE', `${PARTNERS}/${retired}`)).json()).toEqual({ id: retired, retired: true });
       const listed = await call('GET', `${PARTNERS}?q=${tag}`);
       expect(listed.statusCode).toBe(200);
-      expect(listed.json().partner.map((p: { id: string }) => p.id).sort()).toEqual(
-        [byName, byContact, byEmail, byCity].sort(),
-      );
+      expect(
+        listed
+          .json()
+          .partner.map((p: { id: string }) => p.id)
+          .sort(),
+      ).toEqual([byName, byContact, byEmail, byCity].sort());
       expect(listed.json().partner[0]).toHaveProperty('gaps');
       const all = (await call('GET', PARTNERS)).json().partner.map((p: { id: string }) => p.id);
       expect(all).toContain(byName);
@@ -205,7 +215,10 @@ describe.each(TEST_DATABASES)('distribution: partners on %s', (kind) => {
         const response = await call('POST', PARTNERS, body);
         expect(response.statusCode, JSON.stringify(body)).toBe(422);
         expect(response.json().error).toBe('validation_failed');
-        expect(response.json().details.map((d: { key: string }) => d.key), JSON.stringify(body)).toContain(key);
+        expect(
+          response.json().details.map((d: { key: string }) => d.key),
+          JSON.stringify(body),
+        ).toContain(key);
         if (reason !== 'too_long' && reason !== 'not_allowed' && reason !== 'required')
           expect(response.json().details[0].reason).toBe(reason);
       }
@@ -301,19 +314,7 @@ describe.each(TEST_DATABASES)('distribution: partners on %s', (kind) => {
         ['DELETE', `${PARTNERS}/${id}`, undefined],
       ] as const;
       const without = await t.createAccount({ modules: ['crm'] });
-      for (const [method, url, body] of routes) {
-        const label = `${method} ${url}`;
-        expect((await t.request({ method, url, body })).statusCode, label).toBe(401);
-        expect((await call(method, url, body, 'lk_wrong')).statusCode, label).toBe(401);
-        expect((await call(method, url, body, wrong.recordToken)).statusCode, label).toBe(401);
-        expect((await call(method, url, body, wrong.sourceToken)).statusCode, label).toBe(401);
-        const forbidden = await call(method, url, body, wrong.withoutPermission);
-        expect(forbidden.statusCode, label).toBe(403);
-        expect(forbidden.json()).toEqual({ error: 'forbidden' });
-        const notBooked = await call(method, url, body, without.apiKey);
-        expect(notBooked.statusCode, label).toBe(403);
-        expect(notBooked.json()).toEqual({ error: 'module_not_enabled' });
-      }
+      await expectRefusedCredentials(t, routes, wrong, without);
       expect(await read(id)).toMatchObject({ retired: false, city: '' });
     });
 

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { TestAccount, TestApp } from '../helpers/app.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
 
@@ -44,5 +45,38 @@ export async function wrongCredentials(
   ] as const) {
     if (response.statusCode >= 300) throw new Error(`${what}: ${response.statusCode} ${response.body}`);
   }
-  return { withoutPermission: key.json().key, recordToken: token.json().token, sourceToken: source.json().token };
+  return {
+    withoutPermission: key.json().key,
+    recordToken: token.json().token,
+    sourceToken: source.json().token,
+  };
+}
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * Every route refuses a missing or unknown credential, a record or source token (401), a key
+ * without the permission (403 forbidden) and an account without the module (403
+ * module_not_enabled).
+ */
+export async function expectRefusedCredentials(
+  t: TestApp,
+  routes: readonly (readonly [Method, string, unknown])[],
+  wrong: WrongCredentials,
+  withoutModule: TestAccount,
+): Promise<void> {
+  for (const [method, url, body] of routes) {
+    const label = `${method} ${url}`;
+    const as = (key?: string) => t.request({ method, url, key, body });
+    expect((await as()).statusCode, label).toBe(401);
+    expect((await as('lk_wrong')).statusCode, label).toBe(401);
+    expect((await as(wrong.recordToken)).statusCode, label).toBe(401);
+    expect((await as(wrong.sourceToken)).statusCode, label).toBe(401);
+    const forbidden = await as(wrong.withoutPermission);
+    expect(forbidden.statusCode, label).toBe(403);
+    expect(forbidden.json(), label).toEqual({ error: 'forbidden' });
+    const notBooked = await as(withoutModule.apiKey);
+    expect(notBooked.statusCode, label).toBe(403);
+    expect(notBooked.json(), label).toEqual({ error: 'module_not_enabled' });
+  }
 }

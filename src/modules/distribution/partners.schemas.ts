@@ -1,4 +1,4 @@
-import { type Static, Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { Cursor, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 
 /** Partners listed per page at most (and by default: the interface's list has no paging of its own). */
@@ -73,37 +73,14 @@ const Name = Type.String({
     'identifies the partner; blank answers 422; a name another partner of the account has (in any case, retired ones too) answers 409 partner_name_taken',
 });
 
-const partnerBodyMembers = {
-  contact_person: Type.Optional(members.contact_person),
-  contactPerson: Type.Optional(camelOf(members.contact_person, 'contact_person')),
-  email: Type.Optional(members.email),
-  phone: Type.Optional(members.phone),
-  street: Type.Optional(members.street),
-  postal_code: Type.Optional(members.postal_code),
-  postalCode: Type.Optional(camelOf(members.postal_code, 'postal_code')),
-  city: Type.Optional(members.city),
-  country: Type.Optional(members.country),
-  vat_id: Type.Optional(members.vat_id),
-  vatId: Type.Optional(camelOf(members.vat_id, 'vat_id')),
-  billing_address_differs: Type.Optional(members.billing_address_differs),
-  billingAddressDiffers: Type.Optional(camelOf(members.billing_address_differs, 'billing_address_differs')),
-  billing_name: Type.Optional(members.billing_name),
-  billingName: Type.Optional(camelOf(members.billing_name, 'billing_name')),
-  billing_street: Type.Optional(members.billing_street),
-  billingStreet: Type.Optional(camelOf(members.billing_street, 'billing_street')),
-  billing_postal_code: Type.Optional(members.billing_postal_code),
-  billingPostalCode: Type.Optional(camelOf(members.billing_postal_code, 'billing_postal_code')),
-  billing_city: Type.Optional(members.billing_city),
-  billingCity: Type.Optional(camelOf(members.billing_city, 'billing_city')),
-  billing_country: Type.Optional(members.billing_country),
-  billingCountry: Type.Optional(camelOf(members.billing_country, 'billing_country')),
-  billing_email: Type.Optional(members.billing_email),
-  billingEmail: Type.Optional(camelOf(members.billing_email, 'billing_email')),
-  buyer_reference: Type.Optional(members.buyer_reference),
-  buyerReference: Type.Optional(camelOf(members.buyer_reference, 'buyer_reference')),
-  wants_e_invoice: Type.Optional(members.wants_e_invoice),
-  wantsEInvoice: Type.Optional(camelOf(members.wants_e_invoice, 'wants_e_invoice')),
-};
+/** Every member optional, each camelCase spelling beside its snake_case key. */
+const partnerBodyMembers = Object.fromEntries([
+  ...Object.entries(members).map(([key, schema]) => [key, Type.Optional(schema)]),
+  ...Object.entries(PARTNER_KEY_SPELLINGS).map(([snake, camel]) => [
+    camel,
+    Type.Optional(camelOf(members[snake as keyof typeof members], snake)),
+  ]),
+]) as Record<string, TSchema>;
 
 export const CreatePartnerBody = Type.Object(
   { name: Name, ...partnerBodyMembers },
@@ -127,7 +104,8 @@ export const UpdatePartnerBody = Type.Object(
   },
 );
 
-export type PartnerBody = Partial<Static<typeof CreatePartnerBody>> & { retired?: boolean };
+/** A body as the service reads it: either spelling of each key (the schema bounds the values). */
+export type PartnerBody = { name?: string; retired?: boolean } & Record<string, unknown>;
 
 export const PARTNER_GAPS = [
   'street',
