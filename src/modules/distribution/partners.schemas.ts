@@ -73,9 +73,17 @@ const Name = Type.String({
     'identifies the partner; blank answers 422; a name another partner of the account has (in any case, retired ones too) answers 409 partner_name_taken',
 });
 
+/** A snake_case key that has a camelCase twin says so, with the rule of giving both. */
+function withTwin<T extends object>(schema: T, snake: string): T {
+  const camel = (PARTNER_KEY_SPELLINGS as Record<string, string>)[snake];
+  if (!camel) return schema;
+  const own = (schema as { description?: string }).description;
+  return { ...schema, description: `${own ? `${own}; ` : ''}also spelled ${camel}; ${BOTH_SPELLINGS}` };
+}
+
 /** Every member optional, each camelCase spelling beside its snake_case key. */
 const partnerBodyMembers = Object.fromEntries([
-  ...Object.entries(members).map(([key, schema]) => [key, Type.Optional(schema)]),
+  ...Object.entries(members).map(([key, schema]) => [key, Type.Optional(withTwin(schema, key))]),
   ...Object.entries(PARTNER_KEY_SPELLINGS).map(([snake, camel]) => [
     camel,
     Type.Optional(camelOf(members[snake as keyof typeof members], snake)),
