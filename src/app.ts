@@ -16,6 +16,8 @@ import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
+import { partnersRoutes } from './modules/distribution/partners.routes.ts';
+import { setupRoutes } from './modules/distribution/setup.routes.ts';
 import { documentsRoutes } from './modules/documents/documents.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
 import { intakeRoutes } from './modules/intake/intake.routes.ts';
@@ -117,5 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(documentsRoutes, { documents: services.documents });
   await app.register(webhooksRoutes, { webhooks: services.webhooks });
   await app.register(automationsRoutes, { automations: services.automations });
+  await app.register(partnersRoutes, { partners: services.partners });
+  await app.register(setupRoutes, { setup: services.distributionSetup });
   return app;
 }

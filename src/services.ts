@@ -10,6 +10,10 @@ import { createAutomationsRepo } from './modules/crm/automations.repo.ts';
 import { createAutomationsService } from './modules/crm/automations.service.ts';
 import { createCrmRepo } from './modules/crm/crm.repo.ts';
 import { createCrmService } from './modules/crm/crm.service.ts';
+import { createPartnersRepo } from './modules/distribution/partners.repo.ts';
+import { createPartnersService } from './modules/distribution/partners.service.ts';
+import { createSetupRepo } from './modules/distribution/setup.repo.ts';
+import { createSetupService } from './modules/distribution/setup.service.ts';
 import { createDocumentsRepo } from './modules/documents/documents.repo.ts';
 import {
   createDocumentsService,
@@ -32,6 +36,7 @@ import { createSourcesService } from './modules/sources/sources.service.ts';
 import { createUsersRepo } from './modules/users/users.repo.ts';
 import { createUsersService } from './modules/users/users.service.ts';
 import { createWebhooksService } from './modules/webhooks/webhooks.service.ts';
+import { createAddressPolicy } from './outbound/address-policy.ts';
 import { createOutboundService, type OutboundOptions } from './outbound/outbound.service.ts';
 
 export interface ServiceDeps {
@@ -123,6 +128,16 @@ export function createServices({
     notes,
     jobs,
   });
+  const partnersRepo = createPartnersRepo(db);
+  const partners = createPartnersService({ repo: partnersRepo });
+  const distributionSetup = createSetupService({
+    db,
+    repo: createSetupRepo(db),
+    partners: partnersRepo,
+    entities,
+    outbound,
+    addressPolicy: outboundOptions?.policy ?? createAddressPolicy(outboundOptions?.allowPrivate ?? false),
+  });
   // Automations move stages themselves, so the move learns of them once both exist.
   crm.setAfterMove(automations.afterMove);
   return {
@@ -143,6 +158,8 @@ export function createServices({
     automations,
     outbound,
     webhooks,
+    partners,
+    distributionSetup,
   };
 }
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { distributionCommands } from './distribution-commands.ts';
 
 /** Thin clients of the operator and settings APIs (decisions §2): each command is one or a few calls. */
 
@@ -9,7 +10,7 @@ export interface CliIo {
   env: Record<string, string | undefined>;
 }
 
-interface Connection {
+export interface Connection {
   url: string;
   key: string | undefined;
   adminToken: string | undefined;
@@ -110,7 +111,7 @@ async function call(
   return parsed;
 }
 
-type Row = Record<string, unknown>;
+export type Row = Record<string, unknown>;
 
 function table(rows: Row[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
@@ -123,7 +124,7 @@ function table(rows: Row[], columns: string[]): string {
   return [line(columns), ...rows.map((r) => line(columns.map((c) => String(r[c] ?? ''))))].join('\n');
 }
 
-interface CommandSpec {
+export interface CommandSpec {
   usage: string;
   options?: Record<string, { type: 'string' | 'boolean' }>;
   /** Names of the positional arguments, all required. */
@@ -478,6 +479,7 @@ secret (shown once): ${webhook.secret}`,
       return { json: { id, deleted: true }, text: `webhook ${id} deleted` };
     },
   },
+  ...distributionCommands({ call, table, required, wholeNumber, usageError }),
 };
 
 async function switchAutomation(connection: Connection, id: string, enabled: boolean) {

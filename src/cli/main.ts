@@ -152,8 +152,17 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       return 0;
   }
   if (SERVICE_COMMANDS[command]) return runServiceCommand(command, rest, io);
+  // Commands are two words (`keys list`) or three (`distribution rules set`).
+  const three = `${command} ${rest[0] ?? ''} ${rest[1] ?? ''}`;
+  if (HTTP_COMMANDS[three]) return runHttpCommand(three, rest.slice(2), io);
   const name = `${command} ${rest[0] ?? ''}`.trim();
   if (HTTP_COMMANDS[name]) return runHttpCommand(name, rest.slice(1), io);
+  const subgroup = rest[0] === undefined ? [] : groupUsage(name);
+  if (subgroup.length > 0) {
+    const action = rest[1] === undefined ? 'needs an action' : `has no action "${rest[1]}"`;
+    io.err(`leads ${name} ${action}:\n${subgroup.map((usage) => `  ${usage}`).join('\n')}\n`);
+    return EXIT_USAGE;
+  }
   const group = groupUsage(command);
   if (group.length > 0) {
     const action = rest[0] === undefined ? 'needs an action' : `has no action "${rest[0]}"`;

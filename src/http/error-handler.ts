@@ -76,6 +76,15 @@ function collapseAlternatives(errors: AjvError[]): AjvError[] {
     (error.schemaPath ?? '').slice((last.schemaPath ?? '').length).split('/')[1];
   const branchCount = new Set(branches.map(branchOf)).size;
   const typeFailures = branches.filter((error) => error.keyword === 'type');
+  // The value had the JSON type of one branch only (an object where an object or null is
+  // taken) and failed inside it at its own level (a missing key): that branch's failure.
+  if (last.schemaPath !== undefined) {
+    const mistyped = new Set(typeFailures.map(branchOf));
+    const shaped = branches.filter((error) => !mistyped.has(branchOf(error)));
+    if (shaped.length > 0 && new Set(shaped.map(branchOf)).size === 1 && mistyped.size === branchCount - 1) {
+      return [shaped[0]!];
+    }
+  }
   if (
     typeFailures.length > 0 &&
     (last.schemaPath === undefined

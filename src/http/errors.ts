@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   ambiguous_match: 409,
   name_taken: 409,
   partner_name_taken: 409,
+  return_reason_taken: 409,
   idempotency_key_in_use: 409,
   return_not_allowed: 409,
   payload_too_large: 413,

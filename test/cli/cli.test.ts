@@ -78,6 +78,20 @@ const COMMANDS = [
   'webhooks list',
   'webhooks test',
   'webhooks delete',
+  'partners list',
+  'partners create',
+  'partners show',
+  'partners update',
+  'partners retire',
+  'distribution show',
+  'distribution set',
+  'distribution participations add',
+  'distribution participations update',
+  'distribution participations remove',
+  'distribution rules set',
+  'distribution return-reasons add',
+  'distribution return-reasons list',
+  'distribution return-reasons remove',
 ];
 
 describe('the leads command line, without a service', () => {
@@ -403,6 +417,147 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       } finally {
         await receiver.close();
       }
+    });
+
+    it('sets up partners and a distribution: participations, rules and return reasons', async () => {
+      const account = JSON.parse(
+        (await client('accounts', 'create', '--name', 'Dist Co', '--modules', 'distribution', '--json'))
+          .stdout,
+      );
+      const as = (...args: string[]) =>
+        leads(args, { LEADS_URL: server.url, LEADS_API_KEY: account.api_key.key });
+      const file = path.join(dir, 'dist-entities.json');
+      await writeFile(file, JSON.stringify({ key: 'lead', ...LEAD_ENTITY }));
+      expect((await as('entities', 'apply', file)).code).toBe(0);
+
+      const created = await as(
+        'partners',
+        'create',
+        '--name',
+        'Solar GmbH',
+        '--city',
+        'Berlin',
+        '--country',
+        'Germany',
+        '--e-invoice',
+        'yes',
+      );
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+      const partnerId = /^partner ([0-9a-f-]{36}) "Solar GmbH"\n$/.exec(created.stdout)?.[1];
+      expect(partnerId).toBeDefined();
+      expect((await as('partners', 'list')).stdout).toMatch(
+        /Solar GmbH\s+Berlin\s+DE\s+street,postal_code,email,buyer_reference/,
+      );
+      expect(
+        (
+          await as(
+            'partners',
+            'update',
+            partnerId!,
+            '--buyer-reference',
+            'PO-1',
+            '--email',
+            'in@solar.example',
+          )
+        ).stdout,
+      ).toBe(`partner ${partnerId} updated\n`);
+      const shown = await as('partners', 'show', partnerId!);
+      expect(shown.stdout).toContain('buyer_reference: PO-1');
+      expect(shown.stdout).toContain('gaps: street, postal_code');
+      expect(
+        JSON.parse((await as('partners', 'list', '--search', 'solar', '--json')).stdout).partner,
+      ).toHaveLength(1);
+
+      const set = await as(
+        'distribution',
+        'set',
+        'lead',
+        '--return-deadline-days',
+        '7',
+        '--redistribute-on-return',
+        'yes',
+      );
+      expect(set.stdout).toMatch(
+        /^distribution [0-9a-f-]{36} of lead: enabled, returns within 7 days, redistribute on return: yes\n/,
+      );
+      const added = await as(
+        'distribution',
+        'participations',
+        'add',
+        'lead',
+        '--partner',
+        partnerId!,
+        '--channel',
+        'webhook',
+        '--address',
+        'https://partner.example.com/hook',
+        '--price-cents',
+        '1500',
+        '--caps',
+        '{"day":5}',
+      );
+      expect(added).toMatchObject({ code: 0, stderr: '' });
+      const participationId = /^participation ([0-9a-f-]{36}) of Solar GmbH via webhook /.exec(
+        added.stdout,
+      )?.[1];
+      const secret = /secret \(shown once\): (whsec_\S+)/.exec(added.stdout)?.[1];
+      expect(participationId).toBeDefined();
+      expect(secret).toBeDefined();
+      const rotated = await as(
+        'distribution',
+        'participations',
+        'update',
+        participationId!,
+        '--rotate-secret',
+        '--paused',
+        'yes',
+      );
+      const newSecret = /secret \(shown once\): (whsec_\S+)/.exec(rotated.stdout)?.[1];
+      expect(newSecret).toBeDefined();
+      expect(newSecret).not.toBe(secret);
+      const rules = await as(
+        'distribution',
+        'rules',
+        'set',
+        'lead',
+        '--rules',
+        JSON.stringify([
+          {
+            name: 'Solar',
+            filter: [{ field: 'interest', op: 'equals', value: 'Solar' }],
+            strategy: 'all',
+            participation_ids: [participationId],
+          },
+        ]),
+      );
+      expect(rules.stdout).toBe('1 rules set: Solar\n');
+      const show = await as('distribution', 'show', 'lead');
+      expect(show.stdout).toMatch(
+        /Solar GmbH\s+webhook\s+https:\/\/partner\.example\.com\/hook\s+1500 EUR\s+paused/,
+      );
+      expect(show.stdout).toContain(`1. Solar: all, up to 1, 1 conditions, from ${participationId}`);
+      expect(show.stdout).not.toContain(newSecret);
+
+      const reason = await as('distribution', 'return-reasons', 'add', '--name', 'Wrong number');
+      const reasonId = /^return reason ([0-9a-f-]{36}) "Wrong number"\n$/.exec(reason.stdout)?.[1];
+      expect(reasonId).toBeDefined();
+      expect((await as('distribution', 'return-reasons', 'list')).stdout).toMatch(/Wrong number/);
+      expect((await as('distribution', 'return-reasons', 'remove', reasonId!)).stdout).toBe(
+        `return reason ${reasonId} removed\n`,
+      );
+      expect((await as('distribution', 'participations', 'remove', participationId!)).code).toBe(0);
+      expect((await as('partners', 'retire', partnerId!)).stdout).toBe(`partner ${partnerId} retired\n`);
+      expect((await as('partners', 'list')).stdout).toBe('(none)\n');
+
+      const taken = await as('partners', 'create', '--name', 'solar gmbh');
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toContain('409 partner_name_taken');
+      const country = await as('partners', 'create', '--name', 'Nowhere', '--country', 'Atlantis');
+      expect(country.stderr).toContain('country: ');
+      expect((await as('distribution', 'set', 'lead', '--enabled', 'maybe')).code).toBe(2);
+      expect((await as('distribution', 'rules', 'set', 'lead', '--rules', '{}')).code).toBe(2);
+      // The CRM-only account has no distribution module.
+      expect((await client('partners', 'list')).stderr).toContain('403 module_not_enabled');
     });
   });
 

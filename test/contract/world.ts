@@ -165,6 +165,39 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
     201,
     'webhook',
   );
+  // The distribution module: a partner taking part in the lead distribution, and a return reason.
+  const partner = await expectStatus(
+    await as('POST', '/api/v1/distribution/partners', {
+      name: 'World Partner',
+      email: 'partner@example.com',
+      street: 'Hauptstraße 1',
+      postal_code: '10115',
+      city: 'Berlin',
+      country: 'DE',
+    }),
+    201,
+    'partner',
+  );
+  await expectStatus(
+    await t.request({ method: 'PUT', url: '/api/v1/settings/distributions/lead', key: apiKey, body: {} }),
+    200,
+    'distribution',
+  );
+  const participation = await expectStatus(
+    await as('POST', '/api/v1/settings/distributions/lead/participations', {
+      partner_id: partner.id,
+      channel: 'webhook',
+      address: `${files.base}/hook`,
+      price_cents: 1500,
+    }),
+    201,
+    'participation',
+  );
+  const returnReason = await expectStatus(
+    await as('POST', '/api/v1/settings/return-reasons', { name: 'Wrong number' }),
+    201,
+    'return reason',
+  );
   const urls = [
     `${files.base}/hook`,
     `${files.base}/offer.pdf`,
@@ -193,6 +226,10 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
       documents: documentId,
       webhooks: webhook.id,
       entities: 'lead',
+      partners: partner.id,
+      participations: participation.id,
+      'return-reasons': returnReason.id,
+      distributions: 'lead',
     },
     hints: {
       values: {
@@ -213,6 +250,16 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
         format: [null],
         role: [null],
         events: [['*'], ['record.created', 'note.added']],
+        partner_id: [partner.id],
+        participation_ids: [[participation.id]],
+        address: [`${files.base}/hook`, 'partner@example.com'],
+        country: ['DE', 'Germany', 'österreich', ''],
+        billing_country: ['AT', 'Schweiz', null],
+        billingCountry: ['FR'],
+        currency: ['EUR'],
+        time_zone: ['Europe/Berlin', 'UTC'],
+        from: ['08:00'],
+        to: ['18:00'],
       },
       freeForm: { ...FIELD_VALUES, entity: ['lead'] },
       urls,

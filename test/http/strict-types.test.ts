@@ -34,6 +34,8 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
   let keyId: string;
   let webhookId: string;
   let automationId: string;
+  let partnerId: string;
+  let participationId: string;
 
   /** Every table's rows, so that "nothing written" covers every table there is. */
   async function snapshot(): Promise<string> {
@@ -55,7 +57,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
 
   beforeAll(async () => {
     t = await startTestApp(kind);
-    account = await accountWithLeads(t, { modules: ['crm'] });
+    account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
     const created = await t.request({
       method: 'POST',
       url: '/api/v1/records',
@@ -95,6 +97,28 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
         url: '/api/v1/settings/automations',
         key: account.apiKey,
         body: { name: 'Typed', entity: 'lead', stage: 'Won', action: { type: 'note', body: 'won' } },
+      })
+    ).json().id;
+    partnerId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/distribution/partners',
+        key: account.apiKey,
+        body: { name: 'Typed partner' },
+      })
+    ).json().id;
+    await t.request({
+      method: 'PUT',
+      url: '/api/v1/settings/distributions/lead',
+      key: account.apiKey,
+      body: {},
+    });
+    participationId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/distributions/lead/participations',
+        key: account.apiKey,
+        body: { partner_id: partnerId, channel: 'email', address: 'p@b.co', price_cents: 100 },
       })
     ).json().id;
   });
@@ -301,6 +325,86 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       body: { description: null, enabled: true, rotate_secret: false },
       wrong: { enabled: 'true', rotate_secret: 1, url: ['x'], events: {}, description: 0 },
     },
+    {
+      method: 'POST',
+      path: '/api/v1/distribution/partners',
+      url: () => '/api/v1/distribution/partners',
+      key: apiKey,
+      body: { name: 'Typed GmbH', country: 'DE', billing_address_differs: false },
+      wrong: {
+        name: 1,
+        country: ['DE'],
+        billing_address_differs: 'false',
+        billingName: 2,
+        wantsEInvoice: 'yes',
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/distribution/partners/{id}',
+      url: () => `/api/v1/distribution/partners/${partnerId}`,
+      key: apiKey,
+      body: { city: 'Berlin', billing_city: null },
+      wrong: { city: 1, billing_city: false, retired: 'false', vatId: ['x'] },
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/settings/distributions/{entity_key}',
+      url: () => '/api/v1/settings/distributions/lead',
+      key: apiKey,
+      body: { return_deadline_days: 14, redistribute_on_return: false, enabled: true },
+      wrong: { return_deadline_days: '14', redistribute_on_return: 0, enabled: null },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/distributions/{entity_key}/participations',
+      url: () => '/api/v1/settings/distributions/lead/participations',
+      key: apiKey,
+      body: {
+        partner_id: 'placeholder',
+        channel: 'email',
+        address: 'q@b.co',
+        price_cents: 100,
+        caps: { day: 5 },
+        schedule: { time_zone: 'UTC', weekdays: [1], from: '08:00', to: '17:00' },
+      },
+      wrong: {
+        price_cents: '100',
+        channel: 1,
+        caps: [5],
+        'caps.day': '5',
+        'schedule.weekdays': 1,
+        'schedule.weekdays.0': '1',
+        paused: 'no',
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/participations/{id}',
+      url: () => `/api/v1/settings/participations/${participationId}`,
+      key: apiKey,
+      body: { price_cents: 200, paused: false },
+      wrong: { price_cents: '200', paused: 0, rotate_secret: 'true', caps: 5, schedule: 'always' },
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/settings/distributions/{entity_key}/rules',
+      url: () => '/api/v1/settings/distributions/lead/rules',
+      key: apiKey,
+      body: [{ name: 'All', strategy: 'all', participation_ids: ['placeholder'] }] as unknown as Record<
+        string,
+        unknown
+      >,
+      wrong: { '0.name': 1, '0.max_partners': '1', '0.participation_ids': 'x', '0.filter': {} },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/settings/return-reasons',
+      url: () => '/api/v1/settings/return-reasons',
+      key: apiKey,
+      body: { name: 'Wrong number' },
+      wrong: { name: ['x'] },
+    },
   ];
 
   const send = (c: BodyCase, body: unknown) =>
@@ -388,6 +492,9 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
     it('refuses each value of a wrong JSON type with 422 invalid_type and writes nothing', async () => {
       for (const c of cases) {
         if (c.path === '/api/v1/notes') c.body.record = recordId;
+        if (c.path.endsWith('/participations')) c.body.partner_id = partnerId;
+        if (c.path.endsWith('/rules'))
+          (c.body as unknown as { participation_ids: string[] }[])[0]!.participation_ids = [participationId];
         for (const [dotted, value] of Object.entries(c.wrong)) {
           const before = await snapshot();
           const response = await send(c, setDotted(c.body, dotted, value));

@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { distributionAccount, expectRefusedCredentials, wrongCredentials } from './support.ts';
+
+const REASONS = '/api/v1/settings/return-reasons';
+const MISSING = '00000000-0000-4000-8000-000000000000';
+
+describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await distributionAccount(t);
+  });
+  afterAll(async () => t?.close());
+
+  const call = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown, key = account.apiKey) =>
+    t.request({ method, url, key, body });
+
+  describe('happy path', () => {
+    it('adds, lists in order and deletes return reasons', async () => {
+      const first = await call('POST', REASONS, { name: '  Wrong phone number ' });
+      expect(first.statusCode).toBe(201);
+      expect(first.json()).toEqual({ id: expect.any(String), name: 'Wrong phone number' });
+      const second = (await call('POST', REASONS, { name: 'Duplicate lead' })).json();
+      expect((await call('GET', REASONS)).json()).toEqual({ return_reasons: [first.json(), second] });
+      const deleted = await call('DELETE', `${REASONS}/${first.json().id}`);
+      expect(deleted.statusCode).toBe(204);
+      expect(deleted.body).toBe('');
+      expect((await call('GET', REASONS)).json()).toEqual({ return_reasons: [second] });
+      // The name is free again once its reason is gone.
+      expect((await call('POST', REASONS, { name: 'wrong phone number' })).statusCode).toBe(201);
+    });
+  });
+
+  describe('errors', () => {
+    it('refuses a taken name in any case with 409 return_reason_taken', async () => {
+      await call('POST', REASONS, { name: 'Not interested' });
+      const again = await call('POST', REASONS, { name: 'NOT INTERESTED' });
+      expect(again.statusCode).toBe(409);
+      expect(again.json()).toEqual({ error: 'return_reason_taken' });
+    });
+
+    it('refuses a blank, missing, overlong or mistyped name and unknown keys with 422', async () => {
+      for (const body of [
+        {},
+        { name: '' },
+        { name: '   ' },
+        { name: 'x'.repeat(201) },
+        { name: 3 },
+        { name: 'a', b: 1 },
+      ]) {
+        const response = await call('POST', REASONS, body);
+        expect(response.statusCode, JSON.stringify(body)).toBe(422);
+        expect(response.json().error).toBe('validation_failed');
+      }
+    });
+
+    it('answers 404 for an unknown id', async () => {
+      expect((await call('DELETE', `${REASONS}/${MISSING}`)).statusCode).toBe(404);
+      expect((await call('DELETE', `${REASONS}/nope`)).statusCode).toBe(404);
+    });
+
+    it('holds at most 200 reasons per account', async () => {
+      const owner = await distributionAccount(t);
+      for (let i = 0; i < 200; i++) {
+        const response = await call('POST', REASONS, { name: `Reason ${i}` }, owner.apiKey);
+        if (response.statusCode !== 201) throw new Error(response.body);
+      }
+      const refused = await call('POST', REASONS, { name: 'One more' }, owner.apiKey);
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json().details[0]).toMatchObject({ key: 'name', reason: 'too_many' });
+    });
+  });
+
+  describe('security', () => {
+    it('needs an API key with the settings permission, on an account with the module', async () => {
+      const reason = (await call('POST', REASONS, { name: 'Guarded' })).json();
+      const wrong = await wrongCredentials(t, account, 'settings');
+      const without = await t.createAccount({ modules: ['crm'] });
+      const routes = [
+        ['GET', REASONS, undefined],
+        ['POST', REASONS, { name: 'Refused' }],
+        ['DELETE', `${REASONS}/${reason.id}`, undefined],
+      ] as const;
+      await expectRefusedCredentials(t, routes, wrong, without);
+      const names = (await call('GET', REASONS)).json().return_reasons.map((r: { name: string }) => r.name);
+      expect(names).toContain('Guarded');
+      expect(names).not.toContain('Refused');
+    });
+
+    it("treats another account's reason as not found and never lists it", async () => {
+      const other = await distributionAccount(t);
+      const theirs = (await call('POST', REASONS, { name: 'Theirs' }, other.apiKey)).json();
+      expect((await call('DELETE', `${REASONS}/${theirs.id}`)).statusCode).toBe(404);
+      expect(
+        (await call('GET', REASONS)).json().return_reasons.map((r: { id: string }) => r.id),
+      ).not.toContain(theirs.id);
+      expect((await call('GET', REASONS, undefined, other.apiKey)).json().return_reasons).toEqual([theirs]);
+      // Names are the account's own.
+      expect((await call('POST', REASONS, { name: 'Theirs' })).statusCode).toBe(201);
+    });
+  });
+});
