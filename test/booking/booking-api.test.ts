@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
-import { BERLIN_CALENDAR, bookingAccount, createCalendar, emailsOf, recordWithLink, testClock } from './support.ts';
+import {
+  BERLIN_CALENDAR,
+  bookingAccount,
+  createCalendar,
+  emailsOf,
+  recordWithLink,
+  testClock,
+} from './support.ts';
 
 // Monday 2027-03-22, 07:00 in Berlin.
 const clock = testClock('2027-03-22T06:00:00Z');
@@ -18,7 +25,12 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
   describe('happy path', () => {
     it('creates, lists, reads, changes and deletes calendars; the first is the default', async () => {
       const account = await accountWithLeads(t, { modules: ['booking'] });
-      const first = await t.request({ method: 'POST', url: CALENDARS, key: account.apiKey, body: BERLIN_CALENDAR });
+      const first = await t.request({
+        method: 'POST',
+        url: CALENDARS,
+        key: account.apiKey,
+        body: BERLIN_CALENDAR,
+      });
       expect(first.statusCode).toBe(201);
       expect(first.json()).toMatchObject({
         name: 'Consultation',
@@ -46,7 +58,12 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         body: { default: true, buffer_minutes: 10, name: 'Late' },
       });
       expect(promoted.statusCode).toBe(200);
-      expect(promoted.json()).toMatchObject({ default: true, buffer_minutes: 10, name: 'Late', time_zone: 'America/New_York' });
+      expect(promoted.json()).toMatchObject({
+        default: true,
+        buffer_minutes: 10,
+        name: 'Late',
+        time_zone: 'America/New_York',
+      });
       const list = await t.request({ method: 'GET', url: `${CALENDARS}?limit=1`, key: account.apiKey });
       expect(list.json().calendars).toHaveLength(1);
       expect(list.json().calendars[0].default).toBe(false);
@@ -56,10 +73,18 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         key: account.apiKey,
       });
       expect(rest.json().calendars.map((c: { id: string }) => c.id)).toEqual([second.id]);
-      const removed = await t.request({ method: 'DELETE', url: `${CALENDARS}/${second.id}`, key: account.apiKey });
+      const removed = await t.request({
+        method: 'DELETE',
+        url: `${CALENDARS}/${second.id}`,
+        key: account.apiKey,
+      });
       expect(removed.statusCode).toBe(204);
       // The default moves to the one left.
-      const left = await t.request({ method: 'GET', url: `${CALENDARS}/${first.json().id}`, key: account.apiKey });
+      const left = await t.request({
+        method: 'GET',
+        url: `${CALENDARS}/${first.json().id}`,
+        key: account.apiKey,
+      });
       expect(left.json().default).toBe(true);
     });
 
@@ -75,7 +100,10 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
       expect(body.time_zone).toBe('Europe/Berlin');
       expect(body.duration_minutes).toBe(30);
       // Monday from 09:00 (08:00Z, 60 minutes' notice after 07:00) and all of Tuesday morning.
-      expect(body.slots[0]).toEqual({ starts_at: '2027-03-22T08:00:00.000Z', ends_at: '2027-03-22T08:30:00.000Z' });
+      expect(body.slots[0]).toEqual({
+        starts_at: '2027-03-22T08:00:00.000Z',
+        ends_at: '2027-03-22T08:30:00.000Z',
+      });
       expect(body.slots).toHaveLength(12);
       const booked = await t.request({
         method: 'POST',
@@ -112,16 +140,28 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
     it('lists appointments with filters and a cursor, reads and cancels one (twice is a no-op)', async () => {
       const { account, calendar } = await bookingAccount(t);
       const ids: string[] = [];
-      for (const [index, startsAt] of ['2027-03-23T09:00:00Z', '2027-03-22T09:00:00Z', '2027-03-24T09:00:00Z'].entries()) {
+      for (const [index, startsAt] of [
+        '2027-03-23T09:00:00Z',
+        '2027-03-22T09:00:00Z',
+        '2027-03-24T09:00:00Z',
+      ].entries()) {
         const response = await t.request({
           method: 'POST',
           url: '/api/v1/records',
           key: account.apiKey,
-          body: { entity: 'lead', fields: { email: `a${index}@example.com` }, booking: { starts_at: startsAt } },
+          body: {
+            entity: 'lead',
+            fields: { email: `a${index}@example.com` },
+            booking: { starts_at: startsAt },
+          },
         });
         ids.push(response.json().booking.appointment_id);
       }
-      const page = await t.request({ method: 'GET', url: '/api/v1/booking/appointments?limit=2', key: account.apiKey });
+      const page = await t.request({
+        method: 'GET',
+        url: '/api/v1/booking/appointments?limit=2',
+        key: account.apiKey,
+      });
       expect(page.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[1], ids[0]]);
       const next = await t.request({
         method: 'GET',
@@ -136,7 +176,11 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         key: account.apiKey,
       });
       expect(filtered.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[0]]);
-      const one = await t.request({ method: 'GET', url: `/api/v1/booking/appointments/${ids[0]}`, key: account.apiKey });
+      const one = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments/${ids[0]}`,
+        key: account.apiKey,
+      });
       const byRecord = await t.request({
         method: 'GET',
         url: `/api/v1/booking/appointments?record_id=${one.json().record_id}`,
@@ -168,7 +212,11 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         method: 'POST',
         url: '/api/v1/records',
         key: account.apiKey,
-        body: { entity: 'lead', fields: { email: 'again@example.com' }, booking: { starts_at: '2027-03-23T09:00:00Z' } },
+        body: {
+          entity: 'lead',
+          fields: { email: 'again@example.com' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
       });
       expect(rebooked.json().booking.appointment_id).toBeDefined();
     });
@@ -182,12 +230,22 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         expect(response.statusCode, JSON.stringify(body)).toBe(422);
         return response.json().details.map((d: { key: string; reason: string }) => `${d.key}:${d.reason}`);
       };
-      expect(await refused({ ...BERLIN_CALENDAR, time_zone: 'Mars/Olympus' })).toEqual(['time_zone:invalid_time_zone']);
+      expect(await refused({ ...BERLIN_CALENDAR, time_zone: 'Mars/Olympus' })).toEqual([
+        'time_zone:invalid_time_zone',
+      ]);
       expect(await refused({ ...BERLIN_CALENDAR, weekly: { mon: [['12:00', '09:00']] } })).toEqual([
         'weekly.mon.0:invalid_range',
       ]);
       expect(
-        await refused({ ...BERLIN_CALENDAR, weekly: { mon: [['09:00', '12:00'], ['11:00', '13:00']] } }),
+        await refused({
+          ...BERLIN_CALENDAR,
+          weekly: {
+            mon: [
+              ['09:00', '12:00'],
+              ['11:00', '13:00'],
+            ],
+          },
+        }),
       ).toEqual(['weekly.mon:overlapping']);
       expect(await refused({ ...BERLIN_CALENDAR, exceptions: [{ date: '2027-02-30', hours: [] }] })).toEqual([
         'exceptions.0.date:invalid_format',
@@ -217,9 +275,17 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         method: 'POST',
         url: '/api/v1/records',
         key: account.apiKey,
-        body: { entity: 'lead', fields: { email: 'x@example.com' }, booking: { starts_at: '2027-03-23T09:00:00Z' } },
+        body: {
+          entity: 'lead',
+          fields: { email: 'x@example.com' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
       });
-      const response = await t.request({ method: 'DELETE', url: `${CALENDARS}/${calendar.id}`, key: account.apiKey });
+      const response = await t.request({
+        method: 'DELETE',
+        url: `${CALENDARS}/${calendar.id}`,
+        key: account.apiKey,
+      });
       expect(response.statusCode).toBe(409);
       expect(response.json().error).toBe('conflict');
     });
@@ -298,7 +364,9 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
       expect((await t.request({ method: 'GET', url: CALENDARS, key: bookingOnly })).statusCode).toBe(403);
       expect((await t.request({ method: 'GET', url: CALENDARS, key: settingsOnly })).statusCode).toBe(200);
       const appointments = '/api/v1/booking/appointments';
-      expect((await t.request({ method: 'GET', url: appointments, key: settingsOnly })).json().error).toBe('forbidden');
+      expect((await t.request({ method: 'GET', url: appointments, key: settingsOnly })).json().error).toBe(
+        'forbidden',
+      );
       expect((await t.request({ method: 'GET', url: appointments, key: bookingOnly })).statusCode).toBe(200);
     });
 
@@ -309,13 +377,19 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         method: 'POST',
         url: '/api/v1/records',
         key: theirs.account.apiKey,
-        body: { entity: 'lead', fields: { email: 't@example.com' }, booking: { starts_at: '2027-03-23T09:00:00Z' } },
+        body: {
+          entity: 'lead',
+          fields: { email: 't@example.com' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
       });
       const appointmentId = booked.json().booking.appointment_id;
       const key = mine.account.apiKey;
       const calendarUrl = `${CALENDARS}/${theirs.calendar.id}`;
       expect((await t.request({ method: 'GET', url: calendarUrl, key })).statusCode).toBe(404);
-      expect((await t.request({ method: 'PATCH', url: calendarUrl, key, body: { name: 'x' } })).statusCode).toBe(404);
+      expect(
+        (await t.request({ method: 'PATCH', url: calendarUrl, key, body: { name: 'x' } })).statusCode,
+      ).toBe(404);
       expect((await t.request({ method: 'DELETE', url: calendarUrl, key })).statusCode).toBe(404);
       const appointmentUrl = `/api/v1/booking/appointments/${appointmentId}`;
       expect((await t.request({ method: 'GET', url: appointmentUrl, key })).statusCode).toBe(404);
@@ -329,7 +403,11 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         method: 'POST',
         url: '/api/v1/records',
         key,
-        body: { entity: 'lead', fields: { email: 'm@example.com' }, booking: { calendar_id: theirs.calendar.id } },
+        body: {
+          entity: 'lead',
+          fields: { email: 'm@example.com' },
+          booking: { calendar_id: theirs.calendar.id },
+        },
       });
       expect(intake.json().warnings[0].reason).toBe('no_calendar');
     });

@@ -64,7 +64,7 @@ describe.each(TEST_DATABASES)('booking emails through SMTP on %s', (kind) => {
       expect(invite.event.uid).toBe(`${appointmentId}@leadline`);
       expect(Number(invite.event.sequence)).toBe(0);
       expect(invite.event.start.toISOString()).toBe('2027-03-22T09:00:00.000Z');
-      expect(invite.event.end.toISOString()).toBe('2027-03-22T09:30:00.000Z');
+      expect(invite.event.end?.toISOString()).toBe('2027-03-22T09:30:00.000Z');
       expect(String(invite.event.summary)).toBe('Intro call');
       expect(JSON.stringify(invite.event.organizer).toLowerCase()).toContain('mailto:team@leads.test');
       expect(JSON.stringify(invite.event.attendee).toLowerCase()).toContain('mailto:ann.person@example.com');
@@ -100,7 +100,11 @@ describe.each(TEST_DATABASES)('booking emails through SMTP on %s', (kind) => {
         method: 'POST',
         url: '/api/v1/records',
         key: account.apiKey,
-        body: { entity: 'contact', fields: { name: 'No Mail' }, booking: { starts_at: '2027-03-23T09:00:00Z' } },
+        body: {
+          entity: 'contact',
+          fields: { name: 'No Mail' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
       });
       expect(response.json().booking.appointment_id).toBeDefined();
       const emails = await t.db

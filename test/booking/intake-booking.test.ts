@@ -45,7 +45,11 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       expect(await emailsOf(t, account.id)).toEqual([]);
       expect(await appointmentCount(t, account.id)).toBe(0);
       // Only a hash of the token is stored.
-      const stored = await t.db.selectFrom('booking_links').selectAll().where('account_id', '=', account.id).execute();
+      const stored = await t.db
+        .selectFrom('booking_links')
+        .selectAll()
+        .where('account_id', '=', account.id)
+        .execute();
       expect(stored).toHaveLength(1);
       expect(JSON.stringify(stored)).not.toContain(body.booking.token);
     });
@@ -106,7 +110,12 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
         booking: { starts_at: FREE_SLOT },
       });
       expect(first.json().booking.appointment_id).toBeDefined();
-      for (const startsAt of [FREE_SLOT, '2027-03-22T10:10:00+01:00', '2027-03-27T10:00:00+01:00', '2027-03-22T07:30:00+01:00']) {
+      for (const startsAt of [
+        FREE_SLOT,
+        '2027-03-22T10:10:00+01:00',
+        '2027-03-27T10:00:00+01:00',
+        '2027-03-22T07:30:00+01:00',
+      ]) {
         // Taken; off the grid; a Saturday; inside the minimum notice.
         const response = await intake(account.apiKey, {
           entity: 'lead',
@@ -164,7 +173,12 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       const { account } = await bookingAccount(t);
       const flat = await intake(
         account.apiKey,
-        { entity: 'lead', email: 's1@example.com', 'booking:starts_at': FREE_SLOT, 'booking:title': 'S1 call' },
+        {
+          entity: 'lead',
+          email: 's1@example.com',
+          'booking:starts_at': FREE_SLOT,
+          'booking:title': 'S1 call',
+        },
         '/api/intake',
       );
       expect(flat.statusCode).toBe(200);
@@ -185,7 +199,11 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
         { key: 'booking.starts_at', reason: 'slot_taken', message: expect.any(String) },
       ]);
       expect(form.json().booking.token).toMatch(/^bk_/);
-      const link = await intake(account.apiKey, { entity: 'lead', email: 'l@example.com', booking: true }, '/api/intake');
+      const link = await intake(
+        account.apiKey,
+        { entity: 'lead', email: 'l@example.com', booking: true },
+        '/api/intake',
+      );
       expect(link.json().booking.token).toMatch(/^bk_/);
       const plain = await intake(account.apiKey, { entity: 'lead', email: 'p@example.com' }, '/api/intake');
       expect(plain.json()).not.toHaveProperty('booking');
@@ -249,7 +267,9 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
         booking: { starts_at: FREE_SLOT },
       });
       expect(response.statusCode).toBe(201);
-      expect(response.json().warnings).toEqual([{ key: 'booking', reason: 'no_calendar', message: expect.any(String) }]);
+      expect(response.json().warnings).toEqual([
+        { key: 'booking', reason: 'no_calendar', message: expect.any(String) },
+      ]);
       expect(response.json()).not.toHaveProperty('booking');
       await createCalendar(t, account);
       const unknown = await intake(account.apiKey, {
@@ -274,7 +294,11 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
         { key: 'booking', reason: 'module_not_enabled', message: expect.any(String) },
       ]);
       expect(s2.json()).not.toHaveProperty('booking');
-      const s1 = await intake(account.apiKey, { entity: 'lead', email: 'nomod1@example.com', booking: true }, '/api/intake');
+      const s1 = await intake(
+        account.apiKey,
+        { entity: 'lead', email: 'nomod1@example.com', booking: true },
+        '/api/intake',
+      );
       expect(s1.statusCode).toBe(200);
       expect(s1.json().warnings).toEqual([
         { key: 'booking', reason: 'module_not_enabled', message: expect.any(String) },
@@ -341,7 +365,11 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       );
       const answers = await Promise.all(
         links.map((link) =>
-          t.request({ method: 'POST', url: '/api/v1/booking/book', body: { token: link.token, starts_at: FREE_SLOT } }),
+          t.request({
+            method: 'POST',
+            url: '/api/v1/booking/book',
+            body: { token: link.token, starts_at: FREE_SLOT },
+          }),
         ),
       );
       expect(answers.filter((answer) => answer.statusCode === 201)).toHaveLength(1);

@@ -60,10 +60,20 @@ describe('slot maths', () => {
     it('counts real time in a window that spans the change: 01:00–04:00 is 2 hours in spring, 4 in autumn', () => {
       const night: [string, string][] = [['01:00', '04:00']];
       const rules = berlin({ slotMinutes: 60, weekly: { sun: night } });
-      const spring = gridSlots(rules, at('2027-03-27T12:00:00Z'), at('2027-03-28T12:00:00Z'), at('2027-01-01T00:00:00Z'));
+      const spring = gridSlots(
+        rules,
+        at('2027-03-27T12:00:00Z'),
+        at('2027-03-28T12:00:00Z'),
+        at('2027-01-01T00:00:00Z'),
+      );
       // 01:00 CET and 03:00 CEST: the hour 02:00–03:00 does not exist that night.
       expect(starts(spring)).toEqual(['2027-03-28T00:00:00.000Z', '2027-03-28T01:00:00.000Z']);
-      const autumn = gridSlots(rules, at('2027-10-30T12:00:00Z'), at('2027-10-31T12:00:00Z'), at('2027-01-01T00:00:00Z'));
+      const autumn = gridSlots(
+        rules,
+        at('2027-10-30T12:00:00Z'),
+        at('2027-10-31T12:00:00Z'),
+        at('2027-01-01T00:00:00Z'),
+      );
       // 01:00 CEST, 02:00 CEST, 02:00 CET, 03:00 CET: the hour 02:00–03:00 happens twice.
       expect(starts(autumn)).toEqual([
         '2027-10-30T23:00:00.000Z',
@@ -110,7 +120,10 @@ describe('slot maths', () => {
         ],
       });
       expect(day(rules, '2026-03-23')).toEqual([]);
-      expect(starts(day(rules, '2026-03-22'))).toEqual(['2026-03-22T09:00:00.000Z', '2026-03-22T09:30:00.000Z']);
+      expect(starts(day(rules, '2026-03-22'))).toEqual([
+        '2026-03-22T09:00:00.000Z',
+        '2026-03-22T09:30:00.000Z',
+      ]);
     });
 
     it('ends a day at 24:00 and computes zones far from UTC', () => {
@@ -120,7 +133,10 @@ describe('slot maths', () => {
         weekly: { mon: [['22:00', '24:00']] },
       });
       // Monday 2026-03-23 22:00 in Auckland (UTC+13) is 09:00Z the same date.
-      expect(starts(day(rules, '2026-03-23'))).toEqual(['2026-03-23T09:00:00.000Z', '2026-03-23T10:00:00.000Z']);
+      expect(starts(day(rules, '2026-03-23'))).toEqual([
+        '2026-03-23T09:00:00.000Z',
+        '2026-03-23T10:00:00.000Z',
+      ]);
     });
 
     it('tells an offered start from one off the grid or past the notice', () => {
@@ -137,7 +153,15 @@ describe('slot maths', () => {
     it('reads only ISO 8601 times with an offset', () => {
       expect(readStartsAt('2026-03-23T09:00:00+01:00')?.toISOString()).toBe('2026-03-23T08:00:00.000Z');
       expect(readStartsAt('2026-03-23T08:00:00.000Z')?.toISOString()).toBe('2026-03-23T08:00:00.000Z');
-      for (const bad of ['tomorrow', '2026-03-23T09:00:00', '2026-02-30T09:00:00Z', '2026-03-23', '', 5, null]) {
+      for (const bad of [
+        'tomorrow',
+        '2026-03-23T09:00:00',
+        '2026-02-30T09:00:00Z',
+        '2026-03-23',
+        '',
+        5,
+        null,
+      ]) {
         expect(readStartsAt(bad), String(bad)).toBeNull();
       }
     });

@@ -55,7 +55,11 @@ export async function recordWithLink(t: TestApp, account: TestAccount, email = '
   });
   if (response.statusCode !== 201) throw new Error(`intake: ${response.body}`);
   const body = response.json();
-  return { recordId: body.id as string, token: body.booking.token as string, url: body.booking.url as string };
+  return {
+    recordId: body.id as string,
+    token: body.booking.token as string,
+    url: body.booking.url as string,
+  };
 }
 
 export async function appointmentCount(t: TestApp, accountId: string, status = 'booked') {

@@ -35,16 +35,40 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
   async function refusal(reply: FastifyReply, error: unknown, token: string, query: Query) {
     if (error instanceof AppError) {
       if (error.code === 'not_found')
-        return send(reply, 404, messagePage('Booking link not found', 'This booking link does not exist. Check the address, or ask for a new link.'));
+        return send(
+          reply,
+          404,
+          messagePage(
+            'Booking link not found',
+            'This booking link does not exist. Check the address, or ask for a new link.',
+          ),
+        );
       if (error.code === 'token_expired')
-        return send(reply, 410, messagePage('This booking link has expired', 'Booking links are valid for a limited time. Ask for a new link.'));
+        return send(
+          reply,
+          410,
+          messagePage(
+            'This booking link has expired',
+            'Booking links are valid for a limited time. Ask for a new link.',
+          ),
+        );
       if (error.code === 'already_booked') return confirmed(reply, token, query, 409);
     }
     reply.log.error({ err: error }, 'booking page failed');
-    return send(reply, 500, messagePage('Something went wrong', 'The booking could not be shown. Please try again in a moment.'));
+    return send(
+      reply,
+      500,
+      messagePage('Something went wrong', 'The booking could not be shown. Please try again in a moment.'),
+    );
   }
 
-  async function slots(reply: FastifyReply, token: string, query: Query, status = 200, alert: string | null = null) {
+  async function slots(
+    reply: FastifyReply,
+    token: string,
+    query: Query,
+    status = 200,
+    alert: string | null = null,
+  ) {
     const view = await booking.linkView(token);
     if (view.state === 'expired') throw new AppError('token_expired');
     if (view.state === 'used') throw new AppError('already_booked');
@@ -79,7 +103,8 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
   /** The confirmation of a used link (200 after this visitor's booking, 409 when the link is opened again). */
   async function confirmed(reply: FastifyReply, token: string, query: Query, status: number) {
     const view = await booking.linkView(token);
-    if (view.state !== 'used' || !view.appointment) return reply.redirect(`/book/${encodeURIComponent(token)}`, 303);
+    if (view.state !== 'used' || !view.appointment)
+      return reply.redirect(`/book/${encodeURIComponent(token)}`, 303);
     const { zone } = visitorZone(query.tz, view.calendar.time_zone);
     return send(
       reply,

@@ -32,7 +32,8 @@ export function escapeHtml(text: string): string {
 
 /** The visitor's zone from the query when it is a real one, else the calendar's. */
 export function visitorZone(asked: unknown, calendarZone: string): { zone: string; chosen: boolean } {
-  if (typeof asked === 'string' && asked.length <= 64 && isValidTimeZone(asked)) return { zone: asked, chosen: true };
+  if (typeof asked === 'string' && asked.length <= 64 && isValidTimeZone(asked))
+    return { zone: asked, chosen: true };
   return { zone: calendarZone, chosen: false };
 }
 
@@ -87,7 +88,7 @@ export function confirmationPage(view: {
   const heading = view.cancelled ? 'This appointment was cancelled' : 'Your appointment is booked';
   const text = view.cancelled
     ? `${view.title} on ${when} was cancelled. Ask ${view.calendarName} for a new link.`
-    : `${view.title} with ${view.calendarName}: ${when}. A confirmation with a calendar invitation is on its way by email.`;
+    : `${view.title} with ${view.calendarName}: ${when}. A confirmation with a calendar invitation follows by email when we have your address.`;
   return layout(
     heading,
     `<h1 id="confirmation" tabindex="-1">${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>`,
@@ -112,7 +113,10 @@ export interface SlotPageView {
 
 function zoneSelect(selected: string): string {
   const options = timeZones()
-    .map((zone) => `<option value="${escapeHtml(zone)}"${zone === selected ? ' selected' : ''}>${escapeHtml(zone)}</option>`)
+    .map(
+      (zone) =>
+        `<option value="${escapeHtml(zone)}"${zone === selected ? ' selected' : ''}>${escapeHtml(zone)}</option>`,
+    )
     .join('');
   return `<select id="tz" name="tz">${options}</select>`;
 }
@@ -130,7 +134,10 @@ function slotFieldsets(slots: SlotPageView['slots'], zone: string): string {
     days.set(day, [...(days.get(day) ?? []), item]);
   }
   return [...days]
-    .map(([day, items]) => `<fieldset><legend>${escapeHtml(day)}</legend><ul class="slots">${items.join('')}</ul></fieldset>`)
+    .map(
+      ([day, items]) =>
+        `<fieldset><legend>${escapeHtml(day)}</legend><ul class="slots">${items.join('')}</ul></fieldset>`,
+    )
     .join('\n');
 }
 

@@ -266,7 +266,10 @@ export function createBookingRepo(db: Executor) {
       after: CursorPosition | null,
       tx: Executor = db,
     ): Promise<AppointmentRow[]> {
-      let query = tx.selectFrom('appointments').select(APPOINTMENT_COLUMNS).where('account_id', '=', accountId);
+      let query = tx
+        .selectFrom('appointments')
+        .select(APPOINTMENT_COLUMNS)
+        .where('account_id', '=', accountId);
       if (filter.from) query = query.where('starts_at', '>=', filter.from);
       if (filter.to) query = query.where('starts_at', '<', filter.to);
       if (filter.calendarId) query = query.where('calendar_id', '=', filter.calendarId);

@@ -18,12 +18,23 @@ import {
 } from './booking.schemas.ts';
 import type { BookingService } from './booking.service.ts';
 
-const settingsAuth = { accept: ['api_key' as const], permission: 'settings' as const, module: 'booking' as const };
-const bookingAuth = { accept: ['api_key' as const], permission: 'booking' as const, module: 'booking' as const };
+const settingsAuth = {
+  accept: ['api_key' as const],
+  permission: 'settings' as const,
+  module: 'booking' as const,
+};
+const bookingAuth = {
+  accept: ['api_key' as const],
+  permission: 'booking' as const,
+  module: 'booking' as const,
+};
 const settingsTags = ['Settings: booking'];
 const tags = ['Booking'];
 
-export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService }> = async (app, { booking }) => {
+export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService }> = async (
+  app,
+  { booking },
+) => {
   app.post(
     '/api/v1/settings/booking/calendars',
     {
@@ -31,12 +42,14 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService 
       schema: {
         tags: settingsTags,
         operationId: 'createCalendar',
-        summary: 'Create a calendar: time zone, weekly hours, exceptions, slot length, buffer, notice, horizon, capacity',
+        summary:
+          'Create a calendar: time zone, weekly hours, exceptions, slot length, buffer, notice, horizon, capacity',
         body: CreateCalendarBody,
         response: { 201: Calendar, ...s2Errors },
       },
     },
-    async (request, reply) => reply.code(201).send(await booking.createCalendar(accountIdOf(request), request.body)),
+    async (request, reply) =>
+      reply.code(201).send(await booking.createCalendar(accountIdOf(request), request.body)),
   );
 
   app.get(
@@ -51,7 +64,8 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService 
         response: { 200: CalendarList, ...s2Errors },
       },
     },
-    async (request) => booking.listCalendars(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
+    async (request) =>
+      booking.listCalendars(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
   );
 
   app.get(

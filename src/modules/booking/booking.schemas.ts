@@ -6,7 +6,8 @@ const HourMinute = Type.String({ pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00
 const Window = Type.Array(HourMinute, {
   minItems: 2,
   maxItems: 2,
-  description: 'An opening window ["HH:MM", "HH:MM"] in the calendar’s wall-clock time; the start is before the end ("24:00" ends the day)',
+  description:
+    'An opening window ["HH:MM", "HH:MM"] in the calendar’s wall-clock time; the start is before the end ("24:00" ends the day)',
 });
 const Hours = Type.Array(Window, {
   maxItems: 12,
@@ -46,7 +47,11 @@ const calendarProperties = {
     maximum: 525_600,
     description: 'How long before its start a slot can still be booked (default 60)',
   }),
-  horizon_days: Type.Integer({ minimum: 1, maximum: 365, description: 'How far ahead slots are offered (default 30)' }),
+  horizon_days: Type.Integer({
+    minimum: 1,
+    maximum: 365,
+    description: 'How far ahead slots are offered (default 30)',
+  }),
   capacity: Type.Integer({ minimum: 1, maximum: 100, description: 'Bookings one slot takes (default 1)' }),
   weekly: Weekly,
   exceptions: Exceptions,
@@ -86,7 +91,9 @@ export const Calendar = Type.Object({
   min_notice_minutes: Type.Integer(),
   horizon_days: Type.Integer(),
   capacity: Type.Integer(),
-  weekly: Type.Object(Object.fromEntries(WEEKDAYS.map((day) => [day, Type.Array(Type.Array(Type.String()))]))),
+  weekly: Type.Object(
+    Object.fromEntries(WEEKDAYS.map((day) => [day, Type.Array(Type.Array(Type.String()))])),
+  ),
   exceptions: Type.Array(Type.Object({ date: Type.String(), hours: Type.Array(Type.Array(Type.String())) })),
   default: Type.Boolean(),
   created_at: Timestamp,
@@ -98,12 +105,14 @@ export const CalendarList = Type.Object({ calendars: Type.Array(Calendar), next_
 const BookingToken = Type.String({
   minLength: 4,
   maxLength: 100,
-  description: 'The token of a booking link (`bk_…`); an unknown one answers 404, a used one 409 already_booked, an expired one 410 token_expired',
+  description:
+    'The token of a booking link (`bk_…`); an unknown one answers 404, a used one 409 already_booked, an expired one 410 token_expired',
 });
 
 const SlotTime = Type.String({
   maxLength: 64,
-  description: 'A date YYYY-MM-DD (midnight UTC) or an ISO 8601 time with an offset; at most 31 days between from and to',
+  description:
+    'A date YYYY-MM-DD (midnight UTC) or an ISO 8601 time with an offset; at most 31 days between from and to',
 });
 
 export const SlotsQuery = Type.Object({
@@ -153,7 +162,10 @@ export const AppointmentQuery = Type.Object({
   cursor: Type.Optional(Cursor),
 });
 
-export const AppointmentList = Type.Object({ appointments: Type.Array(Appointment), next_cursor: NextCursor });
+export const AppointmentList = Type.Object({
+  appointments: Type.Array(Appointment),
+  next_cursor: NextCursor,
+});
 
 export const CancelBody = Type.Object(
   { reason: Type.Optional(Type.String({ maxLength: 1000 })) },

@@ -132,7 +132,11 @@ function checkHours(key: string, hours: Hours, problems: ValidationDetail[]) {
       continue;
     }
     if (minutesOf(open) >= minutesOf(close)) {
-      problems.push({ key: `${key}.${index}`, reason: 'invalid_range', message: `${open} is not before ${close}` });
+      problems.push({
+        key: `${key}.${index}`,
+        reason: 'invalid_range',
+        message: `${open} is not before ${close}`,
+      });
       continue;
     }
     windows.push([minutesOf(open), minutesOf(close)]);
@@ -155,15 +159,27 @@ function isCalendarDate(date: string): boolean {
 function checkCalendar(input: CalendarColumns): void {
   const problems: ValidationDetail[] = [];
   if (!isValidTimeZone(input.time_zone)) {
-    problems.push({ key: 'time_zone', reason: 'invalid_time_zone', message: 'an IANA time zone, e.g. Europe/Berlin' });
+    problems.push({
+      key: 'time_zone',
+      reason: 'invalid_time_zone',
+      message: 'an IANA time zone, e.g. Europe/Berlin',
+    });
   }
   for (const day of Object.keys(input.weekly)) checkHours(`weekly.${day}`, input.weekly[day]!, problems);
   const dates = new Set<string>();
   for (const [index, exception] of input.exceptions.entries()) {
     if (!isCalendarDate(exception.date)) {
-      problems.push({ key: `exceptions.${index}.date`, reason: 'invalid_format', message: 'a date YYYY-MM-DD' });
+      problems.push({
+        key: `exceptions.${index}.date`,
+        reason: 'invalid_format',
+        message: 'a date YYYY-MM-DD',
+      });
     } else if (dates.has(exception.date)) {
-      problems.push({ key: `exceptions.${index}.date`, reason: 'duplicate', message: `${exception.date} is listed twice` });
+      problems.push({
+        key: `exceptions.${index}.date`,
+        reason: 'duplicate',
+        message: `${exception.date} is listed twice`,
+      });
     }
     dates.add(exception.date);
     checkHours(`exceptions.${index}.hours`, exception.hours, problems);
@@ -284,7 +300,13 @@ export function createBookingService({
     tx: Executor,
     accountId: string,
     calendar: CalendarRow,
-    booking: { recordId: string; linkId: string | null; title: string; startsAt: Date; durationMinutes: number },
+    booking: {
+      recordId: string;
+      linkId: string | null;
+      title: string;
+      startsAt: Date;
+      durationMinutes: number;
+    },
     who: BookingActor,
   ): Promise<AppointmentRow | undefined> {
     if (!isOffered(rulesOf(calendar), booking.startsAt, now())) return undefined;
@@ -337,22 +359,34 @@ export function createBookingService({
     const calendar = await repo.findCalendar(link.account_id, link.calendar_id, tx);
     if (!calendar) throw linkNotFound();
     const state: LinkState =
-      link.appointment_id !== null ? 'used' : link.expires_at.getTime() <= now().getTime() ? 'expired' : 'open';
+      link.appointment_id !== null
+        ? 'used'
+        : link.expires_at.getTime() <= now().getTime()
+          ? 'expired'
+          : 'open';
     return { link, calendar, state };
   }
 
   function refuseUnusable(state: LinkState) {
-    if (state === 'used') throw new AppError('already_booked', { message: 'This link was used for a booking already' });
-    if (state === 'expired') throw new AppError('token_expired', { message: 'This booking link has expired' });
+    if (state === 'used')
+      throw new AppError('already_booked', { message: 'This link was used for a booking already' });
+    if (state === 'expired')
+      throw new AppError('token_expired', { message: 'This booking link has expired' });
   }
 
   function slotRange(from: string | undefined, to: string | undefined, horizonDays: number) {
-    const start = from ? readStartsAt(from) ?? readDay(from, 'from') : now();
-    const end = to ? readStartsAt(to) ?? readDay(to, 'to') : new Date(start.getTime() + Math.min(horizonDays, 7) * DAY_MS);
+    const start = from ? (readStartsAt(from) ?? readDay(from, 'from')) : now();
+    const end = to
+      ? (readStartsAt(to) ?? readDay(to, 'to'))
+      : new Date(start.getTime() + Math.min(horizonDays, 7) * DAY_MS);
     if (end.getTime() - start.getTime() > MAX_SLOT_RANGE_DAYS * DAY_MS || end < start) {
       throw new AppError('validation_failed', {
         details: [
-          { key: 'to', reason: 'invalid_range', message: `to is after from, at most ${MAX_SLOT_RANGE_DAYS} days later` },
+          {
+            key: 'to',
+            reason: 'invalid_range',
+            message: `to is after from, at most ${MAX_SLOT_RANGE_DAYS} days later`,
+          },
         ],
       });
     }
@@ -381,7 +415,9 @@ export function createBookingService({
         const count = await repo.countCalendars(accountId, tx);
         if (count >= MAX_CALENDARS) {
           throw new AppError('validation_failed', {
-            details: [{ key: 'name', reason: 'too_many', message: `at most ${MAX_CALENDARS} calendars per account` }],
+            details: [
+              { key: 'name', reason: 'too_many', message: `at most ${MAX_CALENDARS} calendars per account` },
+            ],
           });
         }
         // The first calendar is the default (decisions §11); `default: true` takes it over.
@@ -429,7 +465,11 @@ export function createBookingService({
         } else if (input.default === false && row.is_default) {
           throw new AppError('validation_failed', {
             details: [
-              { key: 'default', reason: 'default_required', message: 'make another calendar the default instead' },
+              {
+                key: 'default',
+                reason: 'default_required',
+                message: 'make another calendar the default instead',
+              },
             ],
           });
         }
@@ -504,7 +544,10 @@ export function createBookingService({
             who,
           );
           if (appointment) {
-            return { booking: { appointment_id: appointment.id, starts_at: iso(appointment.starts_at) }, warnings };
+            return {
+              booking: { appointment_id: appointment.id, starts_at: iso(appointment.starts_at) },
+              warnings,
+            };
           }
           warnings.push({
             key: 'booking.starts_at',
@@ -585,7 +628,14 @@ export function createBookingService({
 
     async listAppointments(
       accountId: string,
-      query: { from?: string; to?: string; calendar_id?: string; record_id?: string; limit?: number; cursor?: string },
+      query: {
+        from?: string;
+        to?: string;
+        calendar_id?: string;
+        record_id?: string;
+        limit?: number;
+        cursor?: string;
+      },
     ) {
       const limit = query.limit ?? 100;
       const rows = await repo.listAppointments(
@@ -637,7 +687,9 @@ export function createBookingService({
 function readDay(value: string, key: string): Date {
   if (/^\d{4}-\d{2}-\d{2}$/.test(value) && isCalendarDate(value)) return new Date(`${value}T00:00:00Z`);
   throw new AppError('validation_failed', {
-    details: [{ key, reason: 'invalid_format', message: `${key} is a date or an ISO 8601 time with an offset` }],
+    details: [
+      { key, reason: 'invalid_format', message: `${key} is a date or an ISO 8601 time with an offset` },
+    ],
   });
 }
 

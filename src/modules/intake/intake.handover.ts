@@ -291,7 +291,11 @@ export function readS1Lead(
   const bookingNode = readS1Booking(body);
   const warnings: Warning[] = [];
   if (bookingNode && !modules.includes('booking')) {
-    warnings.push({ key: 'booking', reason: 'module_not_enabled', message: 'the booking module is not enabled' });
+    warnings.push({
+      key: 'booking',
+      reason: 'module_not_enabled',
+      message: 'the booking module is not enabled',
+    });
   }
   return {
     entity: (entity as string).trim(),

@@ -28,7 +28,9 @@ const BookingNode = Type.Object(
           'ISO 8601 time with an offset of a free slot; without it a booking link is made. A taken slot is a slot_taken warning, an unreadable time an invalid_starts_at warning (with a link in both cases)',
       }),
     ),
-    calendar_id: Type.Optional(Type.String({ format: 'uuid', description: 'The account’s default calendar when not given' })),
+    calendar_id: Type.Optional(
+      Type.String({ format: 'uuid', description: 'The account’s default calendar when not given' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -13,16 +13,31 @@
 
   /** YYYY-MM-DD of an instant in a zone. */
   const localDate = (date, zone) =>
-    new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(date);
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    }).format(date);
   /** A calendar date plus days (date arithmetic only, no time zone involved). */
   const addDays = (isoDate, days) => {
     const [y, m, d] = isoDate.split('-').map(Number);
     return new Date(Date.UTC(y, m - 1, d + days)).toISOString().slice(0, 10);
   };
   const dayLabel = (date, zone) =>
-    new Intl.DateTimeFormat('en-GB', { timeZone: zone, weekday: 'long', day: 'numeric', month: 'long' }).format(date);
+    new Intl.DateTimeFormat('en-GB', {
+      timeZone: zone,
+      weekday: 'long',
+      day: 'numeric',
+      month: 'long',
+    }).format(date);
   const timeLabel = (date, zone) =>
-    new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(date);
+    new Intl.DateTimeFormat('en-GB', {
+      timeZone: zone,
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).format(date);
 
   function element(tag, attributes, text) {
     const node = document.createElement(tag);
@@ -54,7 +69,13 @@
         const id = `slot-${start.getTime()}`;
         const item = element('li', {});
         item.append(
-          element('input', { type: 'radio', name: 'starts_at', id, value: start.toISOString(), required: '' }),
+          element('input', {
+            type: 'radio',
+            name: 'starts_at',
+            id,
+            value: start.toISOString(),
+            required: '',
+          }),
           element('label', { for: id }, timeLabel(start, state.zone)),
         );
         list.append(item);
@@ -93,7 +114,9 @@
     const params = new URLSearchParams({ token, from, to });
     container.setAttribute('aria-busy', 'true');
     try {
-      const response = await fetch(`/api/v1/booking/slots?${params}`, { headers: { accept: 'application/json' } });
+      const response = await fetch(`/api/v1/booking/slots?${params}`, {
+        headers: { accept: 'application/json' },
+      });
       if (!response.ok) {
         // The link was used or expired meanwhile: the page says so.
         window.location.reload();
