@@ -5,6 +5,7 @@ import ical, {
   ICalEventStatus,
 } from 'ical-generator';
 import { DateTime } from 'luxon';
+import { escapeHtml } from '../../lib/text.ts';
 import type { EmailContent } from '../../outbound/mail-sender.ts';
 
 export interface AppointmentMail {
@@ -58,10 +59,6 @@ export function whenText(startsAt: Date, endsAt: Date, timeZone: string): string
   const start = DateTime.fromJSDate(startsAt, { zone: timeZone }).setLocale('en-GB');
   const end = DateTime.fromJSDate(endsAt, { zone: timeZone }).setLocale('en-GB');
   return `${start.toFormat('cccc, d LLLL yyyy, HH:mm')}–${end.toFormat('HH:mm')} (${timeZone})`;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
 /** The confirmation (with an invitation) or the cancellation (with a cancelling .ics) of an appointment. */

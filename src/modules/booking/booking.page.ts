@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import { escapeHtml } from '../../lib/text.ts';
 import { isValidTimeZone } from './booking.slots.ts';
 
 /**
@@ -24,10 +25,6 @@ let zones: string[] | null = null;
 export function timeZones(): string[] {
   zones ??= Intl.supportedValuesOf('timeZone');
   return zones;
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
 /** The visitor's zone from the query when it is a real one, else the calendar's. */
