@@ -14,6 +14,8 @@ import { S1Error, S2Error } from './http/schemas.ts';
 import { markFormBody, refuseUnlistedForm, typedValidatorFactory } from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
+import { bookingPageRoutes } from './modules/booking/booking.page.routes.ts';
+import { bookingRoutes } from './modules/booking/booking.routes.ts';
 import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
 import { partnersRoutes } from './modules/distribution/partners.routes.ts';
@@ -43,6 +45,7 @@ export interface AppDeps {
 export function redactUrl(url: string): string {
   return url
     .replace(/\/in\/[^/?#]+/, '/in/[redacted]')
+    .replace(/\/book\/bk_[^/?#]+/, '/book/[redacted]')
     .replace(/([?&](?:sig|token|key|api_key)=)[^&#]*/gi, '$1[redacted]');
 }
 
@@ -121,5 +124,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(automationsRoutes, { automations: services.automations });
   await app.register(partnersRoutes, { partners: services.partners });
   await app.register(setupRoutes, { setup: services.distributionSetup });
+  await app.register(bookingRoutes, { booking: services.booking });
+  await app.register(bookingPageRoutes, { booking: services.booking });
   return app;
 }

@@ -32,6 +32,8 @@ export interface Config {
   outboxDir: string;
   retryScheduleMs: number[];
   webhookDisableAfterMs: number;
+  /** Lifetime of a booking link (LEADS_BOOKING_LINK_TTL_S, 14 days). */
+  bookingLinkTtlMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -111,5 +113,6 @@ export function loadConfig(env: Env = process.env): Config {
     outboxDir: path.join(dataDir, 'outbox'),
     retryScheduleMs: readSchedule(env, 'LEADS_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_S),
     webhookDisableAfterMs: readInt(env, 'LEADS_WEBHOOK_DISABLE_AFTER_S', 432_000, 1, 31_536_000) * 1000,
+    bookingLinkTtlMs: readInt(env, 'LEADS_BOOKING_LINK_TTL_S', 1_209_600, 60, 31_536_000) * 1000,
   };
 }

@@ -6,6 +6,8 @@ import { createApiKeysRepo } from './modules/api-keys/api-keys.repo.ts';
 import { createApiKeysService } from './modules/api-keys/api-keys.service.ts';
 import { createAuthRepo } from './modules/auth/auth.repo.ts';
 import { createAuthService } from './modules/auth/auth.service.ts';
+import { createBookingRepo } from './modules/booking/booking.repo.ts';
+import { createBookingService } from './modules/booking/booking.service.ts';
 import { createAutomationsRepo } from './modules/crm/automations.repo.ts';
 import { createAutomationsService } from './modules/crm/automations.service.ts';
 import { createCrmRepo } from './modules/crm/crm.repo.ts';
@@ -56,6 +58,10 @@ export interface ServiceDeps {
   outbound?: Omit<OutboundOptions, 'secret'>;
   /** Writes background jobs; every `serve` and `worker` process has one (tests may go without). */
   jobs?: JobEnqueuer;
+  /** Lifetime of a booking link in ms (LEADS_BOOKING_LINK_TTL_S). */
+  bookingLinkTtlMs?: number;
+  /** The clock of time-dependent rules (booking slots); tests set it. */
+  now?: () => Date;
 }
 
 /** The one place where repos and services are put together. */
@@ -68,6 +74,8 @@ export function createServices({
   concurrentCreates,
   outbound: outboundOptions,
   jobs,
+  bookingLinkTtlMs,
+  now,
 }: ServiceDeps) {
   const outbound = createOutboundService(db, { allowPrivate: false, ...outboundOptions, secret });
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
@@ -98,6 +106,16 @@ export function createServices({
     currentPublicUrl,
     outbound,
   });
+  const booking = createBookingService({
+    db,
+    repo: createBookingRepo(db),
+    records: recordsRepo,
+    outbound,
+    currentPublicUrl,
+    linkTtlMs: bookingLinkTtlMs,
+    organizer: organizerOf(outboundOptions?.mailFrom),
+    now,
+  });
   const intake = createIntakeService({
     db,
     auth,
@@ -108,6 +126,7 @@ export function createServices({
     documents,
     concurrentCreates,
     outbound,
+    booking,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);
@@ -160,7 +179,16 @@ export function createServices({
     webhooks,
     partners,
     distributionSetup,
+    booking,
   };
+}
+
+/** The organizer of booking invitations: the mail sender (`Name <address>` or an address). */
+function organizerOf(mailFrom: string | undefined): { name: string; email: string } {
+  const from = mailFrom ?? 'Leadline <leadline@localhost>';
+  const match = /^\s*(.*?)\s*<([^>]+)>\s*$/.exec(from);
+  if (match) return { name: match[1]?.replace(/^"|"$/g, '') || 'Leadline', email: match[2]! };
+  return { name: 'Leadline', email: from.trim() };
 }
 
 export type Services = ReturnType<typeof createServices>;

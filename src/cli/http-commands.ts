@@ -168,7 +168,7 @@ async function listAll(
       connection,
       credential,
       'GET',
-      `${path}?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      `${path}${path.includes('?') ? '&' : '?'}limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     )) as Record<string, unknown>;
     rows.push(...((answer[field] as Row[]) ?? []));
     cursor = (answer.next_cursor as string | null) ?? null;
@@ -202,6 +202,19 @@ async function readEntityDefinitions(file: string): Promise<Row[]> {
   });
   return definitions as Row[];
 }
+
+const CALENDAR_OPTIONS = {
+  name: { type: 'string' },
+  'time-zone': { type: 'string' },
+  weekly: { type: 'string' },
+  exceptions: { type: 'string' },
+  'slot-minutes': { type: 'string' },
+  'buffer-minutes': { type: 'string' },
+  'min-notice-minutes': { type: 'string' },
+  'horizon-days': { type: 'string' },
+  capacity: { type: 'string' },
+  default: { type: 'boolean' },
+} as const;
 
 export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   'accounts create': {
@@ -428,6 +441,111 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
       return { json: { id, deleted: true }, text: `automation ${id} deleted` };
     },
   },
+  'calendars create': {
+    usage:
+      'leads calendars create --name NAME --time-zone ZONE --weekly JSON [--exceptions JSON] [--slot-minutes N] [--buffer-minutes N] [--min-notice-minutes N] [--horizon-days N] [--capacity N] [--default]',
+    options: CALENDAR_OPTIONS,
+    async run(connection, values) {
+      const body = calendarBody(values);
+      body.name = required(values.name, 'name');
+      body.time_zone = required(values['time-zone'], 'time-zone');
+      body.weekly = jsonOption(required(values.weekly, 'weekly'), 'weekly');
+      const calendar = (await call(
+        connection,
+        'key',
+        'POST',
+        '/api/v1/settings/booking/calendars',
+        body,
+      )) as Row;
+      return { json: calendar, text: calendarLine(calendar) };
+    },
+  },
+  'calendars update': {
+    usage:
+      'leads calendars update CALENDAR_ID [--name NAME] [--time-zone ZONE] [--weekly JSON] [--exceptions JSON] [--slot-minutes N] [--buffer-minutes N] [--min-notice-minutes N] [--horizon-days N] [--capacity N] [--default]',
+    options: CALENDAR_OPTIONS,
+    positionals: ['CALENDAR_ID'],
+    async run(connection, values, [id]) {
+      const body = calendarBody(values);
+      if (typeof values.name === 'string') body.name = values.name;
+      if (typeof values['time-zone'] === 'string') body.time_zone = values['time-zone'];
+      if (typeof values.weekly === 'string') body.weekly = jsonOption(values.weekly, 'weekly');
+      const calendar = (await call(
+        connection,
+        'key',
+        'PATCH',
+        `/api/v1/settings/booking/calendars/${encodeURIComponent(id!)}`,
+        body,
+      )) as Row;
+      return { json: calendar, text: calendarLine(calendar) };
+    },
+  },
+  'calendars list': {
+    usage: 'leads calendars list',
+    async run(connection) {
+      const rows = await listAll(connection, 'key', '/api/v1/settings/booking/calendars', 'calendars');
+      return {
+        json: { calendars: rows },
+        text: table(rows, ['id', 'name', 'time_zone', 'slot_minutes', 'capacity', 'default']),
+      };
+    },
+  },
+  'calendars delete': {
+    usage: 'leads calendars delete CALENDAR_ID',
+    positionals: ['CALENDAR_ID'],
+    async run(connection, _values, [id]) {
+      await call(
+        connection,
+        'key',
+        'DELETE',
+        `/api/v1/settings/booking/calendars/${encodeURIComponent(id!)}`,
+      );
+      return { json: { id, deleted: true }, text: `calendar ${id} deleted` };
+    },
+  },
+  'appointments list': {
+    usage: 'leads appointments list [--from TIME] [--to TIME] [--calendar CALENDAR_ID] [--record RECORD_ID]',
+    options: {
+      from: { type: 'string' },
+      to: { type: 'string' },
+      calendar: { type: 'string' },
+      record: { type: 'string' },
+    },
+    async run(connection, values) {
+      const query = new URLSearchParams();
+      for (const [option, name] of [
+        ['from', 'from'],
+        ['to', 'to'],
+        ['calendar', 'calendar_id'],
+        ['record', 'record_id'],
+      ] as const) {
+        const value = values[option];
+        if (typeof value === 'string') query.set(name, value);
+      }
+      const path = `/api/v1/booking/appointments${query.size > 0 ? `?${query}` : ''}`;
+      const rows = await listAll(connection, 'key', path, 'appointments');
+      return {
+        json: { appointments: rows },
+        text: table(rows, ['id', 'starts_at', 'ends_at', 'title', 'status', 'record_id']),
+      };
+    },
+  },
+  'appointments cancel': {
+    usage: 'leads appointments cancel APPOINTMENT_ID [--reason TEXT]',
+    options: { reason: { type: 'string' } },
+    positionals: ['APPOINTMENT_ID'],
+    async run(connection, values, [id]) {
+      const body: Row = typeof values.reason === 'string' ? { reason: values.reason } : {};
+      const appointment = (await call(
+        connection,
+        'key',
+        'POST',
+        `/api/v1/booking/appointments/${encodeURIComponent(id!)}/cancel`,
+        body,
+      )) as Row;
+      return { json: appointment, text: `appointment ${id} ${appointment.status}` };
+    },
+  },
   'webhooks create': {
     usage: 'leads webhooks create --endpoint URL --events record.created,note.added|* [--description TEXT]',
     // --url is the service's address, as for every command.
@@ -481,6 +599,31 @@ secret (shown once): ${webhook.secret}`,
   },
   ...distributionCommands({ call, table, required, wholeNumber, usageError }),
 };
+
+/** A JSON option (`--weekly '{"mon":[["09:00","17:00"]]}'`), read before anything is sent. */
+function jsonOption(text: string, name: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw usageError(`--${name} is JSON, e.g. '{"mon":[["09:00","17:00"]]}'`);
+  }
+}
+
+/** The numeric and optional settings of a calendar given on the command line. */
+function calendarBody(values: Record<string, string | boolean | undefined>): Row {
+  const body: Row = {};
+  for (const option of ['slot-minutes', 'buffer-minutes', 'min-notice-minutes', 'horizon-days', 'capacity']) {
+    const value = values[option];
+    if (typeof value === 'string') body[option.replaceAll('-', '_')] = wholeNumber(value, option);
+  }
+  if (typeof values.exceptions === 'string') body.exceptions = jsonOption(values.exceptions, 'exceptions');
+  if (values.default === true) body.default = true;
+  return body;
+}
+
+function calendarLine(calendar: Row): string {
+  return `calendar ${calendar.id} ${calendar.name} (${calendar.time_zone}, ${calendar.slot_minutes} min${calendar.default ? ', default' : ''})`;
+}
 
 async function switchAutomation(connection: Connection, id: string, enabled: boolean) {
   const automation = (await call(

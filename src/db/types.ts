@@ -434,6 +434,53 @@ export interface DeliveryReturnsTable {
   created_at: CreatedAt;
 }
 
+export interface CalendarsTable {
+  account_id: string;
+  id: string;
+  name: string;
+  time_zone: string;
+  slot_minutes: number;
+  buffer_minutes: number;
+  min_notice_minutes: number;
+  horizon_days: number;
+  capacity: number;
+  weekly: Json<Record<string, [string, string][]>>;
+  exceptions: Json<{ date: string; hours: [string, string][] }[]>;
+  is_default: Generated<boolean>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface BookingLinksTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  calendar_id: string;
+  token_hash: Buffer;
+  title: string;
+  duration_minutes: number;
+  expires_at: Timestamp;
+  appointment_id: string | null;
+  created_at: CreatedAt;
+}
+
+export interface AppointmentsTable {
+  account_id: string;
+  id: string;
+  record_id: string;
+  calendar_id: string;
+  link_id: string | null;
+  title: string;
+  starts_at: Timestamp;
+  ends_at: Timestamp;
+  seat: number;
+  status: Generated<string>;
+  sequence: Generated<number>;
+  cancel_reason: string | null;
+  cancelled_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
 /** Tables of the database as Kysely sees them. Module tables are added as their modules land. */
 export interface Database {
   accounts: AccountsTable;
@@ -467,6 +514,9 @@ export interface Database {
   deliveries: DeliveriesTable;
   return_reasons: ReturnReasonsTable;
   delivery_returns: DeliveryReturnsTable;
+  calendars: CalendarsTable;
+  booking_links: BookingLinksTable;
+  appointments: AppointmentsTable;
 }
 
 export type Db = Kysely<Database>;

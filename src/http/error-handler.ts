@@ -94,6 +94,13 @@ function collapseAlternatives(errors: AjvError[]): AjvError[] {
     const types = typeFailures.map((error) => String(error.params?.type));
     return [{ ...last, keyword: 'type', message: `must be ${[...new Set(types)].join(' or ')}` }];
   }
+  // The value's JSON type fits one branch only (an object where text or an object is allowed):
+  // that branch's own failure names what is wrong inside it (a missing key, say).
+  if (last.schemaPath !== undefined) {
+    const typeFailed = new Set(typeFailures.map(branchOf));
+    const fitting = branches.filter((error) => !typeFailed.has(branchOf(error)));
+    if (fitting.length > 0 && new Set(fitting.map(branchOf)).size === 1) return [fitting[0]!];
+  }
   return [last];
 }
 

@@ -28,11 +28,16 @@ const TAGS = [
   { name: 'Documents', description: 'Files attached to records, and their signed addresses' },
   { name: 'Entities', description: 'Entities and their fields, as integrations read them' },
   { name: 'CRM', description: 'Pipelines and stages (CRM module)' },
+  {
+    name: 'Booking',
+    description: 'Appointments (booking module), and the public slots and booking of a booking link',
+  },
   { name: 'S1', description: 'The unversioned surface below /api' },
   { name: 'Settings: API keys', description: 'The account’s API keys' },
   { name: 'Settings: sources', description: 'Sources and their intake tokens' },
   { name: 'Settings: users', description: 'The account’s users (assignees and viewers)' },
   { name: 'Settings: entities', description: 'Entity definitions, duplicate rules and pipelines' },
+  { name: 'Settings: booking', description: 'Calendars of the booking module' },
   { name: 'Operator', description: 'Accounts of the instance, with the operator token' },
   { name: 'System', description: 'Health of the service' },
 ];

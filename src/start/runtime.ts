@@ -60,6 +60,7 @@ export async function openRuntime(
         outboxDir: config.outboxDir,
       },
       jobs: queue,
+      bookingLinkTtlMs: config.bookingLinkTtlMs,
     });
     const listeningOn = (port: number) => {
       // Only the default address (http://HOST:PORT) names port 0; a PUBLIC_URL given is kept.

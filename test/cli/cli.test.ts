@@ -92,6 +92,12 @@ const COMMANDS = [
   'distribution return-reasons add',
   'distribution return-reasons list',
   'distribution return-reasons remove',
+  'calendars create',
+  'calendars update',
+  'calendars list',
+  'calendars delete',
+  'appointments list',
+  'appointments cancel',
 ];
 
 describe('the leads command line, without a service', () => {
@@ -381,6 +387,95 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
         '{type',
       );
       expect(malformed.code).toBe(2);
+    });
+
+    it('creates, changes, lists and deletes calendars; lists and cancels appointments', async () => {
+      const created = await client(
+        'accounts',
+        'create',
+        '--name',
+        'Booking Co',
+        '--modules',
+        'booking',
+        '--json',
+      );
+      const key = JSON.parse(created.stdout).api_key.key as string;
+      const booking = (...args: string[]) => leads(args, { LEADS_URL: server.url, LEADS_API_KEY: key });
+      const allDay = JSON.stringify(
+        Object.fromEntries(
+          ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((day) => [day, [['00:00', '24:00']]]),
+        ),
+      );
+      const calendar = await booking(
+        'calendars',
+        'create',
+        '--name',
+        'Advice',
+        '--time-zone',
+        'Europe/Berlin',
+        '--weekly',
+        allDay,
+        '--slot-minutes',
+        '30',
+        '--min-notice-minutes',
+        '0',
+        '--capacity',
+        '2',
+        '--json',
+      );
+      expect(calendar.code).toBe(0);
+      const { id } = JSON.parse(calendar.stdout);
+      expect(JSON.parse(calendar.stdout)).toMatchObject({
+        capacity: 2,
+        default: true,
+        min_notice_minutes: 0,
+      });
+      const updated = await booking(
+        'calendars',
+        'update',
+        id,
+        '--name',
+        'Solar advice',
+        '--buffer-minutes',
+        '0',
+      );
+      expect(updated.stdout).toBe(`calendar ${id} Solar advice (Europe/Berlin, 30 min, default)\n`);
+      expect((await booking('calendars', 'list')).stdout).toContain('Solar advice');
+      const wrongJson = await booking(
+        'calendars',
+        'create',
+        '--name',
+        'x',
+        '--time-zone',
+        'UTC',
+        '--weekly',
+        '{mon',
+      );
+      expect(wrongJson.code).toBe(2);
+      await writeFile(
+        path.join(dir, 'booking-entities.json'),
+        JSON.stringify({ key: 'lead', ...LEAD_ENTITY }),
+      );
+      expect((await booking('entities', 'apply', path.join(dir, 'booking-entities.json'))).code).toBe(0);
+      const slot = new Date(Math.ceil((Date.now() + 86_400_000) / 1_800_000) * 1_800_000).toISOString();
+      const intake = await fetch(`${server.url}/api/v1/records`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          entity: 'lead',
+          fields: { email: 'cli@example.com' },
+          booking: { starts_at: slot },
+        }),
+      });
+      const appointmentId = ((await intake.json()) as any).booking.appointment_id as string;
+      const listed = await booking('appointments', 'list', '--calendar', id, '--json');
+      expect(JSON.parse(listed.stdout).appointments.map((a: { id: string }) => a.id)).toEqual([
+        appointmentId,
+      ]);
+      const cancelled = await booking('appointments', 'cancel', appointmentId, '--reason', 'CLI');
+      expect(cancelled.stdout).toBe(`appointment ${appointmentId} cancelled\n`);
+      const stillBooked = await booking('calendars', 'delete', id);
+      expect(stillBooked.stdout).toBe(`calendar ${id} deleted\n`);
     });
 
     it('creates, lists, tests and deletes webhooks', async () => {

@@ -67,6 +67,12 @@ export interface TestAppOptions {
    * lines go to `TestApp.jobLog`. Off by default: most tests enqueue nothing.
    */
   queue?: { work?: boolean };
+  /** The services' clock (booking slots); the real one by default. */
+  now?: () => Date;
+  /** Lifetime of booking links in ms (14 days by default). */
+  bookingLinkTtlMs?: number;
+  /** The public base of links (PUBLIC_URL); http://127.0.0.1:3000 by default. */
+  publicUrl?: () => string;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -84,7 +90,9 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
   const services = createServices({
     db,
     secret: TEST_SECRET,
-    currentPublicUrl: () => 'http://127.0.0.1:3000',
+    currentPublicUrl: options.publicUrl ?? (() => 'http://127.0.0.1:3000'),
+    now: options.now,
+    bookingLinkTtlMs: options.bookingLinkTtlMs,
     concurrentCreates: options.concurrentCreates,
     outbound: {
       allowPrivate: options.fetchAllowPrivate ?? true,

@@ -36,6 +36,8 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
   let automationId: string;
   let partnerId: string;
   let participationId: string;
+  let calendarId: string;
+  let appointmentId: string;
 
   /** Every table's rows, so that "nothing written" covers every table there is. */
   async function snapshot(): Promise<string> {
@@ -57,7 +59,38 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
 
   beforeAll(async () => {
     t = await startTestApp(kind);
-    account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
+    account = await accountWithLeads(t, { modules: ['crm', 'distribution', 'booking'] });
+    const allDay = [['00:00', '24:00']];
+    calendarId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/booking/calendars',
+        key: account.apiKey,
+        body: {
+          name: 'Typed',
+          time_zone: 'UTC',
+          min_notice_minutes: 0,
+          weekly: {
+            mon: allDay,
+            tue: allDay,
+            wed: allDay,
+            thu: allDay,
+            fri: allDay,
+            sat: allDay,
+            sun: allDay,
+          },
+        },
+      })
+    ).json().id;
+    const slot = new Date(Math.ceil((Date.now() + 86_400_000) / 1_800_000) * 1_800_000).toISOString();
+    appointmentId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: { entity: 'lead', fields: { email: 'booked@b.co' }, booking: { starts_at: slot } },
+      })
+    ).json().booking.appointment_id;
     const created = await t.request({
       method: 'POST',
       url: '/api/v1/records',
@@ -406,6 +439,48 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       wrong: { name: ['x'] },
     },
   ];
+
+  cases.push(
+    {
+      method: 'POST',
+      path: '/api/v1/settings/booking/calendars',
+      url: () => '/api/v1/settings/booking/calendars',
+      key: apiKey,
+      body: { name: 'Typed', time_zone: 'UTC', weekly: { mon: [['09:00', '10:00']] }, capacity: 2 },
+      wrong: {
+        name: 1,
+        time_zone: false,
+        weekly: [],
+        'weekly.mon': 'all day',
+        capacity: '2',
+        default: 'yes',
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/booking/calendars/{id}',
+      url: () => `/api/v1/settings/booking/calendars/${calendarId}`,
+      key: apiKey,
+      body: { slot_minutes: 30, exceptions: [{ date: '2030-01-01', hours: [] }] },
+      wrong: { slot_minutes: '30', exceptions: {}, 'exceptions.0.hours': 'closed', default: 1 },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/booking/book',
+      url: () => '/api/v1/booking/book',
+      key: () => '',
+      body: { token: 'bk_placeholder', starts_at: '2030-01-01T00:00:00Z' },
+      wrong: { token: 5, starts_at: 1_893_456_000 },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/booking/appointments/{id}/cancel',
+      url: () => `/api/v1/booking/appointments/${appointmentId}/cancel`,
+      key: apiKey,
+      body: { reason: 'typed' },
+      wrong: { reason: 3 },
+    },
+  );
 
   const send = (c: BodyCase, body: unknown) =>
     t.request({ method: c.method, url: c.url(), key: c.key() || undefined, body });

@@ -42,6 +42,16 @@ function s2Response(outcome: IntakeOutcome) {
     created: outcome.created,
     updated: outcome.updated,
     warnings: outcome.warnings,
+    ...(outcome.booking ? { booking: outcome.booking } : {}),
+  };
+}
+
+/** What S1 adds to its answers when a lead asked for a booking: the booking and its warnings. */
+function s1Booking(outcome: IntakeOutcome) {
+  if (outcome.booking === undefined) return {};
+  return {
+    ...(outcome.booking ? { booking: outcome.booking } : {}),
+    warnings: outcome.warnings.filter((warning) => warning.key.startsWith('booking')),
   };
 }
 
@@ -198,7 +208,16 @@ export function createIntakeApi({
     async s1Lead(ctx: IntakeContext, body: Record<string, unknown>) {
       const handover = readS1Lead(body, ctx.modules);
       const { outcome } = await intake.intakeOne(ctx, handover, () => null);
-      return { status: 'success' as const, lead_id: outcome.recordId, created_at: outcome.createdAt };
+      const booking =
+        handover.booking || handover.warnings.some((warning) => warning.key === 'booking')
+          ? { ...s1Booking({ ...outcome, booking: outcome.booking ?? null }) }
+          : {};
+      return {
+        status: 'success' as const,
+        lead_id: outcome.recordId,
+        created_at: outcome.createdAt,
+        ...booking,
+      };
     },
 
     /** POST /api/leads/bulk (S1): all or nothing. */
@@ -237,7 +256,11 @@ export function createIntakeApi({
       const outcomes = await intake.intakeAll(ctx, handovers);
       return {
         status: 'success' as const,
-        created: outcomes.map((outcome) => ({ lead_id: outcome.recordId, email: outcome.email })),
+        created: outcomes.map((outcome) => ({
+          lead_id: outcome.recordId,
+          email: outcome.email,
+          ...s1Booking(outcome),
+        })),
       };
     },
   };

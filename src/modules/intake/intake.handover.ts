@@ -1,5 +1,6 @@
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { truncate } from '../../lib/text.ts';
+import type { BookingRequest } from '../booking/booking.service.ts';
 import type { Handover, HandoverNote, Warning } from './intake.service.ts';
 
 /** Top-level keys of POST /api/v1/records that are not field names (interface: rule 1). */
@@ -26,9 +27,9 @@ export const ORIGIN_KEYS = [
 const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
 /**
  * Nodes of booked modules that this version does not act on yet: they are reported, never
- * dropped in silence (the booking and distribution modules take them over when they land).
+ * dropped in silence (the distribution module takes its node over when it lands).
  */
-const NODES_NOT_ACTED_ON = new Set(['booking', 'distribution']);
+const NODES_NOT_ACTED_ON = new Set(['distribution']);
 /** The module each optional intake node needs. */
 const MODULE_NODES = [
   ['crm', 'crm'],
@@ -42,10 +43,27 @@ export interface S2RecordBody {
   note?: string;
   documents?: { url: string; name?: string; field?: string }[];
   crm?: { stage: string; pipeline?: string };
-  booking?: { title?: string; duration_minutes?: number; starts_at?: string };
+  booking?: S2BookingNode;
   distribution?: { partner_ids?: string[] };
   meta?: Record<string, unknown>;
   [key: string]: unknown;
+}
+
+/** The intake `booking` node (interface: POST /api/v1/records rules 2 and 3). */
+export interface S2BookingNode {
+  title?: string;
+  duration_minutes?: number;
+  starts_at?: string;
+  calendar_id?: string;
+}
+
+function bookingRequestOf(node: S2BookingNode): BookingRequest {
+  return {
+    title: node.title,
+    durationMinutes: node.duration_minutes,
+    startsAt: node.starts_at,
+    calendarId: node.calendar_id,
+  };
 }
 
 function ownEntries(value: object): [string, unknown][] {
@@ -125,6 +143,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     body.crm && modules.includes('crm')
       ? { stage: body.crm.stage, pipeline: body.crm.pipeline, keyPrefix: 'crm.' }
       : null;
+  const booking = body.booking && modules.includes('booking') ? bookingRequestOf(body.booking) : null;
 
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
   const notes: HandoverNote[] =
@@ -137,6 +156,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     externalId,
     origin,
     crm,
+    booking,
     assignee: null,
     viewers: [],
     documents: body.documents ?? [],
@@ -155,8 +175,43 @@ export function idempotencyKeyOf(
   return header === undefined || header === '' ? undefined : header;
 }
 
+/**
+ * The S1 spelling of the booking node: `booking` (true, or the S2 object) and the flat keys
+ * `booking:starts_at`, `booking:title`, `booking:duration_minutes`, `booking:calendar_id`, which
+ * plain forms can send.
+ */
+const S1_BOOKING_KEYS = {
+  'booking:starts_at': 'starts_at',
+  'booking:title': 'title',
+  'booking:duration_minutes': 'duration_minutes',
+  'booking:calendar_id': 'calendar_id',
+} as const;
+
 /** Keys of POST /api/intake that are parameters, not field names. */
-const S1_RESERVED_KEYS = new Set(['entity', 'lead_object', 'assignee', 'viewers', 'note', 'notes']);
+const S1_RESERVED_KEYS = new Set([
+  'entity',
+  'lead_object',
+  'assignee',
+  'viewers',
+  'note',
+  'notes',
+  'booking',
+  ...Object.keys(S1_BOOKING_KEYS),
+]);
+
+/** The booking an S1 lead asks for, or null; its values were typed by the route's schema. */
+function readS1Booking(body: Record<string, unknown>): S2BookingNode | null {
+  const node = body.booking;
+  let booking: S2BookingNode | null =
+    node !== null && typeof node === 'object' ? { ...(node as S2BookingNode) } : node === true ? {} : null;
+  for (const [key, name] of Object.entries(S1_BOOKING_KEYS)) {
+    const value = body[key];
+    if (value === undefined || value === '') continue;
+    booking ??= {};
+    (booking as Record<string, unknown>)[name] = value;
+  }
+  return booking;
+}
 
 function asList(value: unknown): unknown[] {
   if (value === undefined || value === null || value === '') return [];
@@ -233,6 +288,15 @@ export function readS1Lead(
     problems.push({ key: 'viewers', reason: 'too_many', message: 'at most 100 viewers' });
   const notes = readS1Notes(body, problems);
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+  const bookingNode = readS1Booking(body);
+  const warnings: Warning[] = [];
+  if (bookingNode && !modules.includes('booking')) {
+    warnings.push({
+      key: 'booking',
+      reason: 'module_not_enabled',
+      message: 'the booking module is not enabled',
+    });
+  }
   return {
     entity: (entity as string).trim(),
     submitted,
@@ -241,9 +305,10 @@ export function readS1Lead(
     externalId: null,
     origin: {},
     crm,
+    booking: bookingNode && modules.includes('booking') ? bookingRequestOf(bookingNode) : null,
     assignee: typeof assignee === 'string' && assignee.trim() !== '' ? assignee.trim() : null,
     viewers,
     documents: [],
-    warnings: [],
+    warnings,
   };
 }

@@ -10,6 +10,36 @@ function metaText(maxLength: number, description: string) {
   return Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()], { description }));
 }
 
+/** The `booking` node (booking module; interface: POST /api/v1/records rules 2 and 3). */
+const BookingNode = Type.Object(
+  {
+    title: Type.Optional(ShortText),
+    duration_minutes: Type.Optional(
+      Type.Integer({
+        minimum: 5,
+        maximum: 1440,
+        description: 'Length of the appointment; the calendar’s slot length by default and at most',
+      }),
+    ),
+    starts_at: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          'ISO 8601 time with an offset of a free slot; without it a booking link is made. A taken slot is a slot_taken warning, an unreadable time an invalid_starts_at warning (with a link in both cases)',
+      }),
+    ),
+    calendar_id: Type.Optional(
+      Type.String({ format: 'uuid', description: 'The account’s default calendar when not given' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const BookingAnswer = Type.Union([
+  Type.Object({ token: Type.String(), url: Type.String(), expires_at: Timestamp }),
+  Type.Object({ appointment_id: Uuid, starts_at: Timestamp }),
+]);
+
 /** Facts about the submission (interface: POST /api/v1/records `meta`); other keys are `unmapped` warnings. */
 export const IntakeMeta = Type.Object(
   {
@@ -38,13 +68,7 @@ export const S2RecordBody = Type.Object(
         ),
       }),
     ),
-    booking: Type.Optional(
-      Type.Object({
-        title: Type.Optional(ShortText),
-        duration_minutes: Type.Optional(Type.Integer({ minimum: 5, maximum: 1440 })),
-        starts_at: Type.Optional(Type.String({ maxLength: 64 })),
-      }),
-    ),
+    booking: Type.Optional(BookingNode),
     distribution: Type.Optional(
       Type.Object({ partner_ids: Type.Optional(Type.Array(Uuid, { maxItems: 100 })) }),
     ),
@@ -97,6 +121,7 @@ export const IntakeResponse = Type.Object({
   created: Type.Boolean(),
   updated: Type.Boolean(),
   warnings: Type.Array(Warning),
+  booking: Type.Optional(BookingAnswer),
 });
 
 export const BulkBody = Type.Object(
@@ -142,6 +167,15 @@ const s1LeadProperties = {
     ),
   ),
   note: Type.Optional(NoteText),
+  booking: Type.Optional(
+    Type.Union([Type.Boolean(), BookingNode], {
+      description: 'true (a booking link) or the booking node of POST /api/v1/records (booking module)',
+    }),
+  ),
+  'booking:starts_at': Type.Optional(BookingNode.properties.starts_at),
+  'booking:title': Type.Optional(ShortText),
+  'booking:duration_minutes': Type.Optional(BookingNode.properties.duration_minutes),
+  'booking:calendar_id': Type.Optional(BookingNode.properties.calendar_id),
   notes: Type.Optional(
     Type.Array(
       Type.Union([
@@ -179,10 +213,17 @@ export const S1IntakeBody = Type.Object(
 /** One lead of POST /api/leads/bulk; its entity is the call's. */
 const S1BulkLead = Type.Object(s1LeadProperties, s1LeadOptions);
 
+/** What an S1 answer adds when the lead asked for a booking. */
+const s1BookingProperties = {
+  booking: Type.Optional(BookingAnswer),
+  warnings: Type.Optional(Type.Array(Warning, { description: 'Warnings of the booking' })),
+};
+
 export const S1IntakeResponse = Type.Object({
   status: Type.Literal('success'),
   lead_id: Uuid,
   created_at: Timestamp,
+  ...s1BookingProperties,
 });
 
 export const S1BulkBody = Type.Object(
@@ -200,7 +241,9 @@ export const S1BulkBody = Type.Object(
 
 export const S1BulkResponse = Type.Object({
   status: Type.Literal('success'),
-  created: Type.Array(Type.Object({ lead_id: Uuid, email: Type.Union([Type.String(), Type.Null()]) })),
+  created: Type.Array(
+    Type.Object({ lead_id: Uuid, email: Type.Union([Type.String(), Type.Null()]), ...s1BookingProperties }),
+  ),
 });
 
 /** One entry of a bulk call in its log entry: what became of it. */

@@ -7,6 +7,7 @@ import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
 import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
+import type { BookingAnswer, BookingRequest, BookingService } from '../booking/booking.service.ts';
 import { firstStage, type Placement, resolveStage } from '../crm/crm.stages.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
@@ -72,6 +73,8 @@ export interface Handover {
   externalId: string | null;
   origin: Record<string, string>;
   crm: { stage: string; pipeline?: string | null; keyPrefix: string } | null;
+  /** The booking asked for (booking module): a slot, or a link. */
+  booking: BookingRequest | null;
   assignee: string | null;
   viewers: string[];
   /** Documents to fetch by URL: onto a file field, or into the record's pool. */
@@ -89,6 +92,8 @@ export interface IntakeOutcome {
   /** The handover's email-role value as given, for S1 bulk answers. */
   email: string | null;
   warnings: Warning[];
+  /** What the `booking` node led to: a link or an appointment (absent without a node). */
+  booking?: BookingAnswer | null;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -118,6 +123,8 @@ export interface IntakeServiceDeps {
   concurrentCreates?: number;
   /** Account webhooks: `record.created`, `record.updated` and `note.added` are written with the records. */
   outbound: Pick<OutboundService, 'subscribers' | 'emitEvent' | 'enqueued'>;
+  /** Acts on the `booking` node inside the intake's transaction. */
+  booking: Pick<BookingService, 'forIntake'>;
 }
 
 /**
@@ -145,6 +152,7 @@ export function createIntakeService({
   documents,
   concurrentCreates = 4,
   outbound,
+  booking,
 }: IntakeServiceDeps) {
   /** Writes new records in one statement, with their `record.created` messages when subscribed. */
   async function createMany(accountId: string, items: ManyItem[]) {
@@ -315,7 +323,8 @@ export function createIntakeService({
     store: StoreAnswer | undefined,
   ): Promise<{ status: number; body: unknown; outcome: IntakeOutcome } | undefined> {
     const { entity } = prepared;
-    if (handover.documents.length > 0 || entity.duplicateRule?.action === 'create') return undefined;
+    if (handover.documents.length > 0 || handover.booking || entity.duplicateRule?.action === 'create')
+      return undefined;
     if (missingRequired(entity, prepared.values).length > 0) return undefined;
     const row = newRecordRow(ctx, handover, prepared, null);
     const outcome: IntakeOutcome = {
@@ -549,6 +558,21 @@ export function createIntakeService({
     return outcome(await createRecord(ctx, tx, handover, prepared, null), true, false);
   }
 
+  /**
+   * The `booking` node, in the transaction of the record (interface: rules 2 and 3): the
+   * appointment or the link is written with the record, or neither.
+   */
+  async function book(ctx: IntakeContext, tx: Executor, handover: Handover, outcome: IntakeOutcome) {
+    if (!handover.booking) return;
+    const actor = ctx.keyName ? `api:${ctx.keyName}` : ctx.sourceName ? `source:${ctx.sourceName}` : 'api';
+    const result = await booking.forIntake(tx, ctx.accountId, outcome.recordId, handover.booking, {
+      actor,
+      requestId: ctx.requestId,
+    });
+    outcome.booking = result.booking;
+    outcome.warnings.push(...result.warnings);
+  }
+
   function logOutcome(ctx: IntakeContext, handover: Handover, result: IntakeOutcome, statusCode: number) {
     return {
       requestId: ctx.requestId,
@@ -653,6 +677,7 @@ export function createIntakeService({
         const inTransaction = () =>
           db.transaction().execute(async (tx) => {
             const outcome = await write(ctx, tx, handover, prepared);
+            await book(ctx, tx, handover, outcome);
             if (batch) {
               const skip = !outcome.created && !outcome.updated;
               if (!skip) {
@@ -727,6 +752,7 @@ export function createIntakeService({
           const { entity } = prepared;
           if (
             handover.documents.length > 0 ||
+            handover.booking ||
             entity.duplicateRule?.action === 'create' ||
             missingRequired(entity, prepared.values).length > 0 ||
             prepared.assigneeId !== null ||
@@ -797,7 +823,9 @@ export function createIntakeService({
       return db.transaction().execute(async (tx) => {
         const outcomes: IntakeOutcome[] = [];
         for (const [index, handover] of handovers.entries()) {
-          outcomes.push(await write(ctx, tx, handover, prepared[index]!));
+          const outcome = await write(ctx, tx, handover, prepared[index]!);
+          await book(ctx, tx, handover, outcome);
+          outcomes.push(outcome);
         }
         // One entry for the call, listing each lead's outcome (decisions §10).
         const items = outcomes.map(

@@ -1,0 +1,121 @@
+import { DateTime, IANAZone } from 'luxon';
+
+/**
+ * The slot grid of a calendar (decisions §11), computed in the calendar's own wall-clock time
+ * with Luxon: 09:00 in Europe/Berlin is 09:00 on both sides of a daylight-saving change. Each
+ * opening window of a day is turned into two instants (its start and end on that date in the
+ * calendar's zone), and slots step through it in real minutes: a slot starts every
+ * `slot_minutes + buffer_minutes` from the window's start and must end inside the window.
+ */
+
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
+export type Hours = [string, string][];
+
+export interface CalendarRules {
+  timeZone: string;
+  slotMinutes: number;
+  bufferMinutes: number;
+  minNoticeMinutes: number;
+  horizonDays: number;
+  weekly: Partial<Record<Weekday, Hours>>;
+  exceptions: { date: string; hours: Hours }[];
+}
+
+export interface Slot {
+  startsAt: Date;
+  endsAt: Date;
+}
+
+const MINUTE_MS = 60_000;
+const HOUR_MINUTE = /^([01]\d|2[0-3]):[0-5]\d$|^24:00$/;
+
+export function isValidTimeZone(zone: string): boolean {
+  return IANAZone.isValidZone(zone);
+}
+
+export function isHourMinute(value: string): boolean {
+  return HOUR_MINUTE.test(value);
+}
+
+/** Minutes since midnight of "HH:MM" ("24:00" is the end of the day). */
+export function minutesOf(value: string): number {
+  const [hours, minutes] = value.split(':').map(Number);
+  return hours! * 60 + minutes!;
+}
+
+/** The instant of a wall-clock time on a date in a zone; "24:00" is the next day's midnight. */
+function instantOf(date: DateTime, hourMinute: string): DateTime {
+  if (hourMinute === '24:00') return date.plus({ days: 1 }).startOf('day');
+  const minutes = minutesOf(hourMinute);
+  return date.set({ hour: Math.floor(minutes / 60), minute: minutes % 60, second: 0, millisecond: 0 });
+}
+
+/** The opening hours of one local date: its exception when there is one, else its weekday's. */
+export function hoursOn(rules: CalendarRules, date: DateTime): Hours {
+  const iso = date.toISODate();
+  const exception = rules.exceptions.find((item) => item.date === iso);
+  if (exception) return exception.hours;
+  return rules.weekly[WEEKDAYS[date.weekday - 1]!] ?? [];
+}
+
+/** The earliest and latest start a booking may have at `now` (minimum notice, horizon). */
+export function bookableRange(rules: CalendarRules, now: Date): { earliest: number; latest: number } {
+  return {
+    earliest: now.getTime() + rules.minNoticeMinutes * MINUTE_MS,
+    latest: now.getTime() + rules.horizonDays * 86_400_000,
+  };
+}
+
+/**
+ * Every slot of the grid that starts in [from, to) and may be booked at `now`, in start order;
+ * how many are taken is the caller's business (the database's, in the end).
+ */
+export function gridSlots(rules: CalendarRules, from: Date, to: Date, now: Date): Slot[] {
+  const { earliest, latest } = bookableRange(rules, now);
+  const lower = Math.max(from.getTime(), earliest);
+  const upper = Math.min(to.getTime(), latest + 1);
+  if (lower >= upper) return [];
+  const step = (rules.slotMinutes + rules.bufferMinutes) * MINUTE_MS;
+  const length = rules.slotMinutes * MINUTE_MS;
+  const slots: Slot[] = [];
+  // Local dates from the day before the range to the day after: a window of a neighbouring
+  // date can reach into the range in another zone.
+  let day = DateTime.fromMillis(lower, { zone: rules.timeZone }).startOf('day').minus({ days: 1 });
+  const lastDay = DateTime.fromMillis(upper, { zone: rules.timeZone }).startOf('day').plus({ days: 1 });
+  while (day <= lastDay) {
+    for (const [open, close] of hoursOn(rules, day)) {
+      const windowStart = instantOf(day, open).toMillis();
+      const windowEnd = instantOf(day, close).toMillis();
+      for (let start = windowStart; start + length <= windowEnd; start += step) {
+        if (start >= lower && start < upper) {
+          slots.push({ startsAt: new Date(start), endsAt: new Date(start + length) });
+        }
+      }
+    }
+    day = day.plus({ days: 1 }).startOf('day');
+  }
+  slots.sort((a, b) => a.startsAt.getTime() - b.startsAt.getTime());
+  return slots.filter(
+    (slot, index) => index === 0 || slot.startsAt.getTime() !== slots[index - 1]!.startsAt.getTime(),
+  );
+}
+
+/** Whether `startsAt` is a slot of the grid that may be booked at `now`. */
+export function isOffered(rules: CalendarRules, startsAt: Date, now: Date): boolean {
+  const found = gridSlots(rules, startsAt, new Date(startsAt.getTime() + 1), now);
+  return found.length === 1 && found[0]!.startsAt.getTime() === startsAt.getTime();
+}
+
+/**
+ * Reads a client's `starts_at`: an ISO 8601 date-time with an offset or `Z` (a time without
+ * one would name no instant). Null when it cannot be read.
+ */
+export function readStartsAt(value: unknown): Date | null {
+  if (typeof value !== 'string' || value.length > 64) return null;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(value.trim())) {
+    return null;
+  }
+  const parsed = DateTime.fromISO(value.trim(), { setZone: true });
+  return parsed.isValid ? parsed.toJSDate() : null;
+}

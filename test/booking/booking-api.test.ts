@@ -1,0 +1,424 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
+import {
+  BERLIN_CALENDAR,
+  bookingAccount,
+  createCalendar,
+  emailsOf,
+  recordWithLink,
+  testClock,
+} from './support.ts';
+
+// Monday 2027-03-22, 07:00 in Berlin.
+const clock = testClock('2027-03-22T06:00:00Z');
+const CALENDARS = '/api/v1/settings/booking/calendars';
+
+describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on %s', (kind) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { now: clock.now });
+  });
+  afterAll(async () => t?.close());
+
+  describe('happy path', () => {
+    it('creates, lists, reads, changes and deletes calendars; the first is the default', async () => {
+      const account = await accountWithLeads(t, { modules: ['booking'] });
+      const first = await t.request({
+        method: 'POST',
+        url: CALENDARS,
+        key: account.apiKey,
+        body: BERLIN_CALENDAR,
+      });
+      expect(first.statusCode).toBe(201);
+      expect(first.json()).toMatchObject({
+        name: 'Consultation',
+        time_zone: 'Europe/Berlin',
+        slot_minutes: 30,
+        buffer_minutes: 0,
+        min_notice_minutes: 60,
+        horizon_days: 30,
+        capacity: 1,
+        weekly: { mon: [['09:00', '12:00']], sat: [], sun: [] },
+        exceptions: [],
+        default: true,
+      });
+      const second = await createCalendar(t, account, {
+        name: 'Evenings',
+        time_zone: 'America/New_York',
+        weekly: { tue: [['18:00', '20:00']] },
+        exceptions: [{ date: '2027-12-24', hours: [] }],
+      });
+      expect(second.default).toBe(false);
+      const promoted = await t.request({
+        method: 'PATCH',
+        url: `${CALENDARS}/${second.id}`,
+        key: account.apiKey,
+        body: { default: true, buffer_minutes: 10, name: 'Late' },
+      });
+      expect(promoted.statusCode).toBe(200);
+      expect(promoted.json()).toMatchObject({
+        default: true,
+        buffer_minutes: 10,
+        name: 'Late',
+        time_zone: 'America/New_York',
+      });
+      const list = await t.request({ method: 'GET', url: `${CALENDARS}?limit=1`, key: account.apiKey });
+      expect(list.json().calendars).toHaveLength(1);
+      expect(list.json().calendars[0].default).toBe(false);
+      const rest = await t.request({
+        method: 'GET',
+        url: `${CALENDARS}?cursor=${list.json().next_cursor}`,
+        key: account.apiKey,
+      });
+      expect(rest.json().calendars.map((c: { id: string }) => c.id)).toEqual([second.id]);
+      const removed = await t.request({
+        method: 'DELETE',
+        url: `${CALENDARS}/${second.id}`,
+        key: account.apiKey,
+      });
+      expect(removed.statusCode).toBe(204);
+      // The default moves to the one left.
+      const left = await t.request({
+        method: 'GET',
+        url: `${CALENDARS}/${first.json().id}`,
+        key: account.apiKey,
+      });
+      expect(left.json().default).toBe(true);
+    });
+
+    it('lists the free slots of a link and books one; the link then answers already_booked', async () => {
+      const { account } = await bookingAccount(t);
+      const link = await recordWithLink(t, account);
+      const slots = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/slots?token=${link.token}&from=2027-03-22&to=2027-03-24`,
+      });
+      expect(slots.statusCode).toBe(200);
+      const body = slots.json();
+      expect(body.time_zone).toBe('Europe/Berlin');
+      expect(body.duration_minutes).toBe(30);
+      // Monday from 09:00 (08:00Z, 60 minutes' notice after 07:00) and all of Tuesday morning.
+      expect(body.slots[0]).toEqual({
+        starts_at: '2027-03-22T08:00:00.000Z',
+        ends_at: '2027-03-22T08:30:00.000Z',
+      });
+      expect(body.slots).toHaveLength(12);
+      const booked = await t.request({
+        method: 'POST',
+        url: '/api/v1/booking/book',
+        body: { token: link.token, starts_at: body.slots[1].starts_at },
+      });
+      expect(booked.statusCode).toBe(201);
+      expect(booked.json()).toEqual({
+        appointment_id: expect.any(String),
+        starts_at: '2027-03-22T08:30:00.000Z',
+        ends_at: '2027-03-22T09:00:00.000Z',
+      });
+      expect(await historyOf(t, account.apiKey, link.recordId)).toContain('appointment_booked');
+      const again = await t.request({
+        method: 'POST',
+        url: '/api/v1/booking/book',
+        body: { token: link.token, starts_at: body.slots[2].starts_at },
+      });
+      expect(again.statusCode).toBe(409);
+      expect(again.json().error).toBe('already_booked');
+      const slotsAgain = await t.request({ method: 'GET', url: `/api/v1/booking/slots?token=${link.token}` });
+      expect(slotsAgain.json().error).toBe('already_booked');
+      // The booked slot is gone from another link's list.
+      const other = await recordWithLink(t, account, 'other@example.com');
+      const otherSlots = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/slots?token=${other.token}&from=2027-03-22&to=2027-03-23`,
+      });
+      expect(otherSlots.json().slots.map((s: { starts_at: string }) => s.starts_at)).not.toContain(
+        '2027-03-22T08:30:00.000Z',
+      );
+    });
+
+    it('lists appointments with filters and a cursor, reads and cancels one (twice is a no-op)', async () => {
+      const { account, calendar } = await bookingAccount(t);
+      const ids: string[] = [];
+      for (const [index, startsAt] of [
+        '2027-03-23T09:00:00Z',
+        '2027-03-22T09:00:00Z',
+        '2027-03-24T09:00:00Z',
+      ].entries()) {
+        const response = await t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: account.apiKey,
+          body: {
+            entity: 'lead',
+            fields: { email: `a${index}@example.com` },
+            booking: { starts_at: startsAt },
+          },
+        });
+        ids.push(response.json().booking.appointment_id);
+      }
+      const page = await t.request({
+        method: 'GET',
+        url: '/api/v1/booking/appointments?limit=2',
+        key: account.apiKey,
+      });
+      expect(page.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[1], ids[0]]);
+      const next = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments?limit=2&cursor=${page.json().next_cursor}`,
+        key: account.apiKey,
+      });
+      expect(next.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[2]]);
+      expect(next.json().next_cursor).toBeNull();
+      const filtered = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments?from=2027-03-23T00:00:00Z&to=2027-03-24T00:00:00Z&calendar_id=${calendar.id}`,
+        key: account.apiKey,
+      });
+      expect(filtered.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[0]]);
+      const one = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments/${ids[0]}`,
+        key: account.apiKey,
+      });
+      const byRecord = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments?record_id=${one.json().record_id}`,
+        key: account.apiKey,
+      });
+      expect(byRecord.json().appointments).toHaveLength(1);
+
+      const cancelled = await t.request({
+        method: 'POST',
+        url: `/api/v1/booking/appointments/${ids[0]}/cancel`,
+        key: account.apiKey,
+        body: { reason: 'Customer asked' },
+      });
+      expect(cancelled.statusCode).toBe(200);
+      expect(cancelled.json()).toMatchObject({ id: ids[0], status: 'cancelled' });
+      expect(await historyOf(t, account.apiKey, one.json().record_id)).toContain('appointment_cancelled');
+      const twice = await t.request({
+        method: 'POST',
+        url: `/api/v1/booking/appointments/${ids[0]}/cancel`,
+        key: account.apiKey,
+        body: {},
+      });
+      expect(twice.statusCode).toBe(200);
+      expect(twice.json().status).toBe('cancelled');
+      const emails = await emailsOf(t, account.id);
+      expect(emails.filter((email) => email.event_type === 'booking.cancellation')).toHaveLength(1);
+      // The seat is free again: the slot can be booked.
+      const rebooked = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          fields: { email: 'again@example.com' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
+      });
+      expect(rebooked.json().booking.appointment_id).toBeDefined();
+    });
+  });
+
+  describe('errors', () => {
+    it('refuses calendars with an unknown zone, overlapping or reversed hours, bad dates', async () => {
+      const account = await accountWithLeads(t, { modules: ['booking'] });
+      const refused = async (body: object) => {
+        const response = await t.request({ method: 'POST', url: CALENDARS, key: account.apiKey, body });
+        expect(response.statusCode, JSON.stringify(body)).toBe(422);
+        return response.json().details.map((d: { key: string; reason: string }) => `${d.key}:${d.reason}`);
+      };
+      expect(await refused({ ...BERLIN_CALENDAR, time_zone: 'Mars/Olympus' })).toEqual([
+        'time_zone:invalid_time_zone',
+      ]);
+      expect(await refused({ ...BERLIN_CALENDAR, weekly: { mon: [['12:00', '09:00']] } })).toEqual([
+        'weekly.mon.0:invalid_range',
+      ]);
+      expect(
+        await refused({
+          ...BERLIN_CALENDAR,
+          weekly: {
+            mon: [
+              ['09:00', '12:00'],
+              ['11:00', '13:00'],
+            ],
+          },
+        }),
+      ).toEqual(['weekly.mon:overlapping']);
+      expect(await refused({ ...BERLIN_CALENDAR, exceptions: [{ date: '2027-02-30', hours: [] }] })).toEqual([
+        'exceptions.0.date:invalid_format',
+      ]);
+      expect(await refused({ ...BERLIN_CALENDAR, weekly: { mon: [['9:00', '12:00']] } })).toHaveLength(1);
+      expect(await refused({ ...BERLIN_CALENDAR, weekly: { someday: [] } })).toHaveLength(1);
+      expect(await refused({ ...BERLIN_CALENDAR, capacity: 0 })).toHaveLength(1);
+      const list = await t.request({ method: 'GET', url: CALENDARS, key: account.apiKey });
+      expect(list.json().calendars).toEqual([]);
+    });
+
+    it('keeps the default: false on the default calendar is refused', async () => {
+      const { account, calendar } = await bookingAccount(t);
+      const response = await t.request({
+        method: 'PATCH',
+        url: `${CALENDARS}/${calendar.id}`,
+        key: account.apiKey,
+        body: { default: false },
+      });
+      expect(response.statusCode).toBe(422);
+      expect(response.json().details[0].reason).toBe('default_required');
+    });
+
+    it('refuses to delete a calendar with booked appointments ahead (409)', async () => {
+      const { account, calendar } = await bookingAccount(t);
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          fields: { email: 'x@example.com' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
+      });
+      const response = await t.request({
+        method: 'DELETE',
+        url: `${CALENDARS}/${calendar.id}`,
+        key: account.apiKey,
+      });
+      expect(response.statusCode).toBe(409);
+      expect(response.json().error).toBe('conflict');
+    });
+
+    it('answers the public JSON for unknown (404), expired (410) and taken slots (409), and bad times (422)', async () => {
+      const { account } = await bookingAccount(t);
+      const link = await recordWithLink(t, account);
+      const unknown = await t.request({ method: 'GET', url: '/api/v1/booking/slots?token=bk_unknown0000' });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json().error).toBe('not_found');
+      const offGrid = await t.request({
+        method: 'POST',
+        url: '/api/v1/booking/book',
+        body: { token: link.token, starts_at: '2027-03-22T08:10:00Z' },
+      });
+      expect(offGrid.statusCode).toBe(409);
+      expect(offGrid.json().error).toBe('slot_taken');
+      const unreadable = await t.request({
+        method: 'POST',
+        url: '/api/v1/booking/book',
+        body: { token: link.token, starts_at: 'soon' },
+      });
+      expect(unreadable.statusCode).toBe(422);
+      const wide = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/slots?token=${link.token}&from=2027-03-22&to=2027-06-01`,
+      });
+      expect(wide.statusCode).toBe(422);
+      clock.advance(15 * 86_400_000);
+      try {
+        const expired = await t.request({ method: 'GET', url: `/api/v1/booking/slots?token=${link.token}` });
+        expect(expired.statusCode).toBe(410);
+        expect(expired.json().error).toBe('token_expired');
+        const book = await t.request({
+          method: 'POST',
+          url: '/api/v1/booking/book',
+          body: { token: link.token, starts_at: '2027-04-07T08:00:00Z' },
+        });
+        expect(book.statusCode).toBe(410);
+      } finally {
+        clock.advance(-15 * 86_400_000);
+      }
+    });
+  });
+
+  describe('security', () => {
+    it('needs an API key: 401 without, for settings and appointments', async () => {
+      for (const url of [CALENDARS, '/api/v1/booking/appointments']) {
+        const response = await t.request({ method: 'GET', url });
+        expect(response.statusCode).toBe(401);
+      }
+    });
+
+    it('answers 403 module_not_enabled without the booking module', async () => {
+      const account = await accountWithLeads(t, { modules: ['crm'] });
+      for (const url of [CALENDARS, '/api/v1/booking/appointments']) {
+        const response = await t.request({ method: 'GET', url, key: account.apiKey });
+        expect(response.statusCode).toBe(403);
+        expect(response.json().error).toBe('module_not_enabled');
+      }
+    });
+
+    it('needs the settings permission for calendars and the booking permission for appointments', async () => {
+      const { account } = await bookingAccount(t);
+      const keyFor = async (permissions: string[]) =>
+        (
+          await t.request({
+            method: 'POST',
+            url: '/api/v1/settings/api-keys',
+            key: account.apiKey,
+            body: { name: permissions.join(' '), permissions },
+          })
+        ).json().key as string;
+      const bookingOnly = await keyFor(['booking']);
+      const settingsOnly = await keyFor(['settings']);
+      expect((await t.request({ method: 'GET', url: CALENDARS, key: bookingOnly })).statusCode).toBe(403);
+      expect((await t.request({ method: 'GET', url: CALENDARS, key: settingsOnly })).statusCode).toBe(200);
+      const appointments = '/api/v1/booking/appointments';
+      expect((await t.request({ method: 'GET', url: appointments, key: settingsOnly })).json().error).toBe(
+        'forbidden',
+      );
+      expect((await t.request({ method: 'GET', url: appointments, key: bookingOnly })).statusCode).toBe(200);
+    });
+
+    it('answers 404 for another account’s calendar and appointment', async () => {
+      const mine = await bookingAccount(t);
+      const theirs = await bookingAccount(t);
+      const booked = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: theirs.account.apiKey,
+        body: {
+          entity: 'lead',
+          fields: { email: 't@example.com' },
+          booking: { starts_at: '2027-03-23T09:00:00Z' },
+        },
+      });
+      const appointmentId = booked.json().booking.appointment_id;
+      const key = mine.account.apiKey;
+      const calendarUrl = `${CALENDARS}/${theirs.calendar.id}`;
+      expect((await t.request({ method: 'GET', url: calendarUrl, key })).statusCode).toBe(404);
+      expect(
+        (await t.request({ method: 'PATCH', url: calendarUrl, key, body: { name: 'x' } })).statusCode,
+      ).toBe(404);
+      expect((await t.request({ method: 'DELETE', url: calendarUrl, key })).statusCode).toBe(404);
+      const appointmentUrl = `/api/v1/booking/appointments/${appointmentId}`;
+      expect((await t.request({ method: 'GET', url: appointmentUrl, key })).statusCode).toBe(404);
+      expect(
+        (await t.request({ method: 'POST', url: `${appointmentUrl}/cancel`, key, body: {} })).statusCode,
+      ).toBe(404);
+      const list = await t.request({ method: 'GET', url: '/api/v1/booking/appointments', key });
+      expect(list.json().appointments).toEqual([]);
+      // Their calendar is not mine to book through intake.
+      const intake = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key,
+        body: {
+          entity: 'lead',
+          fields: { email: 'm@example.com' },
+          booking: { calendar_id: theirs.calendar.id },
+        },
+      });
+      expect(intake.json().warnings[0].reason).toBe('no_calendar');
+    });
+
+    it('takes no API key as a booking token, nor a source token', async () => {
+      const { account } = await bookingAccount(t);
+      const response = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/slots?token=${encodeURIComponent(account.apiKey)}`,
+      });
+      expect(response.statusCode).toBe(404);
+    });
+  });
+});

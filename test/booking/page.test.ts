@@ -1,0 +1,254 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+import { appointmentCount, createCalendar, recordWithLink } from './support.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+const ARTIFACTS = path.resolve('test-artifacts');
+const ALL_DAY = [['00:00', '24:00']];
+/** Open every day, all day, without notice: slots exist whenever the test runs. */
+const ALWAYS_OPEN = {
+  name: 'Solar advice',
+  time_zone: 'Europe/Berlin',
+  slot_minutes: 30,
+  min_notice_minutes: 0,
+  horizon_days: 30,
+  weekly: Object.fromEntries(['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((day) => [day, ALL_DAY])),
+};
+
+if (!hasChromium)
+  console.warn(`Booking page browser tests skipped: no Chromium at ${CHROMIUM} (set CHROMIUM_PATH)`);
+
+describe.each(TEST_DATABASES)('the public booking page on %s', (kind) => {
+  let t: TestApp;
+  let base = 'http://127.0.0.1:0';
+  let browser: Browser;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { publicUrl: () => base });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    if (hasChromium) {
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+      await mkdir(ARTIFACTS, { recursive: true });
+    }
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  async function linkAccount() {
+    const account = await accountWithLeads(t, { modules: ['booking'] });
+    await createCalendar(t, account, ALWAYS_OPEN);
+    return account;
+  }
+
+  const page = (url: string, options: { method?: 'GET' | 'POST'; form?: string } = {}) =>
+    t.app.inject({
+      method: options.method ?? 'GET',
+      url,
+      headers: options.form !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {},
+      payload: options.form,
+    });
+
+  describe('happy path (HTML, no browser)', () => {
+    it('renders the slots with a CSP that allows only its own script, and books by a plain form post', async () => {
+      const account = await linkAccount();
+      const link = await recordWithLink(t, account);
+      const path = new URL(link.url).pathname;
+      const shown = await page(`${path}?tz=Asia/Tokyo`);
+      expect(shown.statusCode).toBe(200);
+      expect(shown.headers['content-type']).toBe('text/html; charset=utf-8');
+      const csp = String(shown.headers['content-security-policy']);
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("default-src 'none'");
+      expect(shown.headers['referrer-policy']).toBe('no-referrer');
+      expect(shown.body).toContain('<meta name="viewport"');
+      expect(shown.body).toContain('<label for="tz">');
+      expect(shown.body).toContain('<option value="Asia/Tokyo" selected>');
+      expect(shown.body).not.toMatch(/<script>|style="/);
+      const first = /name="starts_at" id="[^"]+" value="([^"]+)"/.exec(shown.body)![1]!;
+      const posted = await page(path, {
+        method: 'POST',
+        form: `starts_at=${encodeURIComponent(first)}&tz=Asia%2FTokyo`,
+      });
+      expect(posted.statusCode).toBe(303);
+      expect(posted.headers.location).toBe(`${path}/confirmed?tz=Asia%2FTokyo`);
+      const confirmed = await page(String(posted.headers.location));
+      expect(confirmed.statusCode).toBe(200);
+      expect(confirmed.body).toContain('Your appointment is booked');
+      expect(confirmed.body).toContain('(Asia/Tokyo)');
+      // Opened again, the link says it was used, and when.
+      const reopened = await page(path);
+      expect(reopened.statusCode).toBe(409);
+      expect(reopened.body).toContain('Your appointment is booked');
+      const script = await page('/book/assets/booking.js');
+      expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    });
+  });
+
+  describe('errors (HTML, no browser)', () => {
+    it('answers unknown (404), expired (410) and used (409) links with a clear page, never a stack trace', async () => {
+      const unknown = await page('/book/bk_doesnotexist0000');
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.body).toContain('Booking link not found');
+      const malformed = await page('/book/%3Cscript%3E');
+      expect(malformed.statusCode).toBe(404);
+      expect(malformed.body).not.toContain('<script>');
+      const account = await linkAccount();
+      const link = await recordWithLink(t, account);
+      await t.db
+        .updateTable('booking_links')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('account_id', '=', account.id)
+        .execute();
+      const expired = await page(new URL(link.url).pathname);
+      expect(expired.statusCode).toBe(410);
+      expect(expired.body).toContain('This booking link has expired');
+      expect(expired.headers['content-security-policy']).toBeDefined();
+      const post = await page(new URL(link.url).pathname, {
+        method: 'POST',
+        form: 'starts_at=2030-01-01T00:00:00Z',
+      });
+      expect(post.statusCode).toBe(410);
+    });
+
+    it('shows the slots again with an alert when the time was taken or none was picked', async () => {
+      const account = await linkAccount();
+      const link = await recordWithLink(t, account);
+      const path = new URL(link.url).pathname;
+      const none = await page(path, { method: 'POST', form: 'tz=Europe%2FBerlin' });
+      expect(none.statusCode).toBe(422);
+      expect(none.body).toContain('role="alert"');
+      const offGrid = await page(path, { method: 'POST', form: 'starts_at=2020-01-01T00:00:00Z' });
+      expect(offGrid.statusCode).toBe(409);
+      expect(offGrid.body).toContain('That time was just taken');
+    });
+  });
+
+  describe('concurrency', () => {
+    it('books one capacity-1 slot once when 20 visitors post it at the same time', async () => {
+      const account = await linkAccount();
+      const links = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => recordWithLink(t, account, `v${index}@example.com`)),
+      );
+      const slot = new Date(Math.ceil((Date.now() + 86_400_000) / 1_800_000) * 1_800_000).toISOString();
+      const answers = await Promise.all(
+        links.map((link) =>
+          page(new URL(link.url).pathname, { method: 'POST', form: `starts_at=${encodeURIComponent(slot)}` }),
+        ),
+      );
+      expect(answers.filter((answer) => answer.statusCode === 303)).toHaveLength(1);
+      expect(answers.filter((answer) => answer.statusCode === 409)).toHaveLength(19);
+      expect(await appointmentCount(t, account.id)).toBe(1);
+    });
+  });
+
+  describe.skipIf(!hasChromium)('in headless Chromium', () => {
+    it('with JavaScript: preselects the browser’s zone, changes zone and days without reloading, books, confirms', async () => {
+      const account = await linkAccount();
+      const link = await recordWithLink(t, account);
+      const context = await browser.newContext({
+        timezoneId: 'America/New_York',
+        viewport: { width: 375, height: 800 },
+      });
+      const tab = await context.newPage();
+      const problems: string[] = [];
+      // Errors of the page (a CSP violation, a script error, a failed request); the browser's own
+      // favicon request is no part of the page.
+      tab.on('console', (message) => {
+        if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) {
+          problems.push(message.text());
+        }
+      });
+      tab.on('response', (response) => {
+        if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) {
+          problems.push(`${response.status()} ${response.url()}`);
+        }
+      });
+      tab.on('pageerror', (error) => problems.push(error.message));
+      tab.setDefaultTimeout(5_000);
+      await tab.goto(link.url);
+      await tab
+        .locator('#slots[data-loaded="true"][data-zone="America/New_York"]')
+        .waitFor()
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n${problems.join('\n')}`);
+        });
+      expect(await tab.locator('#tz').inputValue()).toBe('America/New_York');
+      await tab.screenshot({ path: path.join(ARTIFACTS, `booking-slots-js-${kind}.png`), fullPage: false });
+      // A marker on the window survives only if the page is not reloaded.
+      await tab.evaluate('window.notReloaded = true');
+      await tab.locator('#tz').selectOption('Asia/Tokyo');
+      await tab.locator('#slots[data-zone="Asia/Tokyo"]').waitFor();
+      const week = await tab.locator('#slots').getAttribute('data-week');
+      await tab.locator('#later').click();
+      await tab.waitForFunction(`document.getElementById('slots').dataset.week !== ${JSON.stringify(week)}`);
+      const later = await tab.locator('#slots').getAttribute('data-week');
+      expect(later! > week!).toBe(true);
+      await tab.locator('#earlier').click();
+      await tab.waitForFunction(`document.getElementById('slots').dataset.week !== ${JSON.stringify(later)}`);
+      expect(await tab.evaluate('window.notReloaded')).toBe(true);
+      const radio = tab.locator('input[name="starts_at"]').nth(2);
+      const startsAt = await radio.getAttribute('value');
+      await tab.locator('#slots label').nth(2).click();
+      await tab.locator('#book').click();
+      await tab.waitForURL(/\/confirmed/);
+      await expect(tab.locator('h1').textContent()).resolves.toBe('Your appointment is booked');
+      await expect(tab.locator('main').textContent()).resolves.toContain('(Asia/Tokyo)');
+      await tab.screenshot({ path: path.join(ARTIFACTS, `booking-page-js-${kind}.png`), fullPage: true });
+      expect(problems).toEqual([]);
+      const appointments = await t.request({
+        method: 'GET',
+        url: '/api/v1/booking/appointments',
+        key: account.apiKey,
+      });
+      expect(appointments.json().appointments.map((a: { starts_at: string }) => a.starts_at)).toEqual([
+        startsAt,
+      ]);
+      await context.close();
+    });
+
+    it('without JavaScript: a zone form, a plain post by keyboard, then the confirmation page', async () => {
+      const account = await linkAccount();
+      const link = await recordWithLink(t, account);
+      const context = await browser.newContext({
+        javaScriptEnabled: false,
+        viewport: { width: 375, height: 800 },
+      });
+      const tab = await context.newPage();
+      await tab.goto(link.url);
+      expect(await tab.locator('#tz').inputValue()).toBe('Europe/Berlin');
+      await tab.locator('#tz').selectOption('Asia/Tokyo');
+      await tab.locator('#zone-form button').click();
+      await tab.waitForURL(/tz=Asia%2FTokyo/);
+      expect(await tab.locator('#tz').inputValue()).toBe('Asia/Tokyo');
+      const radio = tab.locator('input[name="starts_at"]').first();
+      const startsAt = await radio.getAttribute('value');
+      await radio.focus();
+      await tab.keyboard.press('Space');
+      await tab.locator('#book').focus();
+      await tab.keyboard.press('Enter');
+      await tab.waitForURL(/\/confirmed/);
+      await expect(tab.locator('h1').textContent()).resolves.toBe('Your appointment is booked');
+      await expect(tab.locator('main').textContent()).resolves.toContain('(Asia/Tokyo)');
+      await tab.screenshot({ path: path.join(ARTIFACTS, `booking-page-nojs-${kind}.png`), fullPage: true });
+      const appointments = await t.request({
+        method: 'GET',
+        url: '/api/v1/booking/appointments',
+        key: account.apiKey,
+      });
+      expect(appointments.json().appointments.map((a: { starts_at: string }) => a.starts_at)).toEqual([
+        startsAt,
+      ]);
+      await context.close();
+    });
+  });
+});
