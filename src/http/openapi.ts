@@ -32,12 +32,21 @@ const TAGS = [
     name: 'Booking',
     description: 'Appointments (booking module), and the public slots and booking of a booking link',
   },
+  {
+    name: 'Distribution',
+    description: 'Partners, distribution runs, deliveries and returns (distribution module)',
+  },
   { name: 'S1', description: 'The unversioned surface below /api' },
   { name: 'Settings: API keys', description: 'The account’s API keys' },
   { name: 'Settings: sources', description: 'Sources and their intake tokens' },
   { name: 'Settings: users', description: 'The account’s users (assignees and viewers)' },
   { name: 'Settings: entities', description: 'Entity definitions, duplicate rules and pipelines' },
   { name: 'Settings: booking', description: 'Calendars of the booking module' },
+  { name: 'Settings: webhooks', description: 'Account webhooks, their test sends and attempts' },
+  {
+    name: 'Settings: distribution',
+    description: 'Distribution setups, participations, rules and return reasons (distribution module)',
+  },
   { name: 'Operator', description: 'Accounts of the instance, with the operator token' },
   { name: 'System', description: 'Health of the service' },
 ];

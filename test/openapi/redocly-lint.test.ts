@@ -15,10 +15,15 @@ function describeProblem(problem: NormalizedProblem): string {
 describe('the served OpenAPI document', () => {
   let t: TestApp;
   let problems: NormalizedProblem[];
+  let document: {
+    tags: { name: string }[];
+    paths: Record<string, Record<string, { tags?: string[] }>>;
+  };
   beforeAll(async () => {
     t = await startTestApp('pglite');
     const served = await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     expect(served.statusCode).toBe(200);
+    document = served.json();
     const config = await createConfig({ extends: ['recommended'] });
     problems = await lintFromString({ source: served.body, absoluteRef: '/openapi.json', config });
   });
@@ -31,6 +36,16 @@ describe('the served OpenAPI document', () => {
   it('has no warning beyond the ones kept on purpose', () => {
     const warnings = problems.filter((p) => p.severity === 'warn' && !KEPT_WARNINGS.has(p.ruleId));
     expect(warnings.map(describeProblem)).toEqual([]);
+  });
+
+  it('declares every tag an operation uses, so that Swagger UI groups and describes it', () => {
+    const declared = new Set(document.tags.map((tag) => tag.name));
+    const undeclared = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations).flatMap(([method, operation]) =>
+        (operation.tags ?? []).filter((tag) => !declared.has(tag)).map((tag) => `${method} ${path}: ${tag}`),
+      ),
+    );
+    expect(undeclared).toEqual([]);
   });
 
   it('fails on a document with an error', async () => {
