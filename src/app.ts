@@ -16,6 +16,7 @@ import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
+import { distributionRoutes } from './modules/distribution/distribution.routes.ts';
 import { documentsRoutes } from './modules/documents/documents.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
 import { intakeRoutes } from './modules/intake/intake.routes.ts';
@@ -117,5 +118,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(documentsRoutes, { documents: services.documents });
   await app.register(webhooksRoutes, { webhooks: services.webhooks });
   await app.register(automationsRoutes, { automations: services.automations });
+  await app.register(distributionRoutes, {
+    distribution: services.distribution,
+    deliveries: services.deliveries,
+  });
   return app;
 }

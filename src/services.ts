@@ -10,6 +10,9 @@ import { createAutomationsRepo } from './modules/crm/automations.repo.ts';
 import { createAutomationsService } from './modules/crm/automations.service.ts';
 import { createCrmRepo } from './modules/crm/crm.repo.ts';
 import { createCrmService } from './modules/crm/crm.service.ts';
+import { createDeliveriesService } from './modules/distribution/deliveries.service.ts';
+import { createDistributionRepo } from './modules/distribution/distribution.repo.ts';
+import { createDistributionService } from './modules/distribution/distribution.service.ts';
 import { createDocumentsRepo } from './modules/documents/documents.repo.ts';
 import {
   createDocumentsService,
@@ -51,6 +54,8 @@ export interface ServiceDeps {
   outbound?: Omit<OutboundOptions, 'secret'>;
   /** Writes background jobs; every `serve` and `worker` process has one (tests may go without). */
   jobs?: JobEnqueuer;
+  /** Distribution runs: how long a start waits for first attempts (10 s), and the clock. */
+  distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
 }
 
 /** The one place where repos and services are put together. */
@@ -63,6 +68,7 @@ export function createServices({
   concurrentCreates,
   outbound: outboundOptions,
   jobs,
+  distribution: distributionOptions,
 }: ServiceDeps) {
   const outbound = createOutboundService(db, { allowPrivate: false, ...outboundOptions, secret });
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
@@ -93,6 +99,23 @@ export function createServices({
     currentPublicUrl,
     outbound,
   });
+  const distributionRepo = createDistributionRepo(db);
+  const distribution = createDistributionService({
+    db,
+    repo: distributionRepo,
+    entities,
+    records: recordsRepo,
+    outbound,
+    ...distributionOptions,
+  });
+  const deliveries = createDeliveriesService({
+    db,
+    repo: distributionRepo,
+    distribution,
+    records: recordsRepo,
+    outbound,
+    now: distributionOptions?.now,
+  });
   const intake = createIntakeService({
     db,
     auth,
@@ -103,6 +126,7 @@ export function createServices({
     documents,
     concurrentCreates,
     outbound,
+    distribution,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);
@@ -121,6 +145,7 @@ export function createServices({
     recordsRepo,
     reads: recordsReads,
     notes,
+    distribution,
     jobs,
   });
   // Automations move stages themselves, so the move learns of them once both exist.
@@ -143,6 +168,8 @@ export function createServices({
     automations,
     outbound,
     webhooks,
+    distribution,
+    deliveries,
   };
 }
 

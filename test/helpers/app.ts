@@ -67,6 +67,8 @@ export interface TestAppOptions {
    * lines go to `TestApp.jobLog`. Off by default: most tests enqueue nothing.
    */
   queue?: { work?: boolean };
+  /** Distribution runs: the wait for first attempts and the clock. */
+  distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -93,6 +95,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     },
     ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
     jobs: queue,
+    distribution: options.distribution,
   });
   if (queue) {
     // Jobs only: tests that send messages run a dispatcher of their own, with a short poll.

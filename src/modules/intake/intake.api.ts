@@ -41,6 +41,7 @@ function s2Response(outcome: IntakeOutcome) {
     created: outcome.created,
     updated: outcome.updated,
     warnings: outcome.warnings,
+    ...(outcome.distribution ? { distribution: outcome.distribution } : {}),
   };
 }
 

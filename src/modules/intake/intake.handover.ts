@@ -26,9 +26,9 @@ export const ORIGIN_KEYS = [
 const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
 /**
  * Nodes of booked modules that this version does not act on yet: they are reported, never
- * dropped in silence (the booking and distribution modules take them over when they land).
+ * dropped in silence (the booking module takes its node over when it lands).
  */
-const NODES_NOT_ACTED_ON = new Set(['booking', 'distribution']);
+const NODES_NOT_ACTED_ON = new Set(['booking']);
 /** The module each optional intake node needs. */
 const MODULE_NODES = [
   ['crm', 'crm'],
@@ -121,6 +121,10 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
       });
     }
   }
+  const distribution =
+    body.distribution && modules.includes('distribution')
+      ? { partnerIds: body.distribution.partner_ids ?? null }
+      : null;
   const crm =
     body.crm && modules.includes('crm')
       ? { stage: body.crm.stage, pipeline: body.crm.pipeline, keyPrefix: 'crm.' }
@@ -137,6 +141,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     externalId,
     origin,
     crm,
+    distribution,
     assignee: null,
     viewers: [],
     documents: body.documents ?? [],
@@ -241,6 +246,7 @@ export function readS1Lead(
     externalId: null,
     origin: {},
     crm,
+    distribution: null,
     assignee: typeof assignee === 'string' && assignee.trim() !== '' ? assignee.trim() : null,
     viewers,
     documents: [],
