@@ -12,7 +12,9 @@ import type { TestAccount, TestApp } from './app.ts';
 export function distributionFactory(t: TestApp, account: TestAccount) {
   const accountId = account.id;
   return {
-    async partner(input: { name?: string; email?: string; phone?: string; city?: string; retired?: boolean } = {}) {
+    async partner(
+      input: { name?: string; email?: string; phone?: string; city?: string; retired?: boolean } = {},
+    ) {
       const id = randomUUID();
       await t.db
         .insertInto('partners')

@@ -50,6 +50,8 @@ export interface RunOutcome {
   recordId: string;
   status: 'decided' | 'no_match';
   reason: string | null;
+  /** The deliveries in the order they were chosen. */
+  deliveryIds: string[];
   /** The messages that carry the deliveries, to be sent after the commit. */
   messageIds: string[];
   /** Of `partnerIds`, those that name no partner of the account. */
@@ -195,7 +197,7 @@ export function createDistributionService(deps: DistributionServiceDeps) {
         },
         tx,
       );
-      return { runId, recordId, status, reason, messageIds, unknownPartnerIds };
+      return { runId, recordId, status, reason, deliveryIds: [] as string[], messageIds, unknownPartnerIds };
     };
 
     if (options.partnerIds && options.partnerIds.length > 0) {
@@ -287,6 +289,7 @@ export function createDistributionService(deps: DistributionServiceDeps) {
       const id = randomUUID();
       const messageId = await enqueueDelivery(tx, accountId, id, p, delivered, entity);
       outcome.messageIds.push(messageId);
+      outcome.deliveryIds.push(id);
       deliveries.push({
         id,
         runId,
@@ -371,7 +374,10 @@ export function createDistributionService(deps: DistributionServiceDeps) {
 
   /** The start answer (interface: POST …/distributions) with each delivery's state now. */
   async function startAnswer(accountId: string, outcome: RunOutcome, tx: Executor = db) {
-    const rows = await repo.deliveriesOfRun(accountId, outcome.runId, tx);
+    const order = (id: string) => outcome.deliveryIds.indexOf(id);
+    const rows = (await repo.deliveriesOfRun(accountId, outcome.runId, tx)).sort(
+      (a, b) => order(a.id) - order(b.id),
+    );
     return {
       status: rows.length > 0 ? 'distributed' : outcome.status,
       reason: rows.length > 0 ? null : outcome.reason,
