@@ -181,7 +181,7 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
       await w.t.request({ method: 'GET', url: `/api/v1/records/${recordId}/history`, key: s.account.apiKey })
     ).json().events;
     const returnedEvent = history.find(
-      (e: { type: string }) => e.type === 'delivery_returned' && e.data.reason,
+      (e: { type: string; data: { reason?: string } }) => e.type === 'delivery_returned' && e.data.reason,
     );
     expect(returnedEvent).toMatchObject({
       message: 'Returned by Receiver (Not reachable)',

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { ParticipationSchedule, RuleFilter } from '../../src/db/types.ts';
+import type { Db, ParticipationSchedule, RuleFilter } from '../../src/db/types.ts';
 import { PARTICIPATION_WEBHOOK } from '../../src/modules/distribution/distribution.service.ts';
-import type { TestAccount, TestApp } from './app.ts';
+import type { OutboundService } from '../../src/outbound/outbound.service.ts';
+
+/** What the factory writes with: a database and the outbound engine (a TestApp has both). */
+export interface FactoryTarget {
+  db: Db;
+  services: { outbound: Pick<OutboundService, 'createDestination'> };
+}
 
 /**
  * Distribution setups written straight into the database (partners, distributions,
@@ -9,7 +15,7 @@ import type { TestAccount, TestApp } from './app.ts';
  * participation's destination is made by the outbound engine's own code, so its secret is sealed
  * as in production; the plain `whsec_` secret comes back for receivers to verify with.
  */
-export function distributionFactory(t: TestApp, account: TestAccount) {
+export function distributionFactory(t: FactoryTarget, account: { id: string }) {
   const accountId = account.id;
   return {
     async partner(
