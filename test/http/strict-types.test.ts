@@ -55,7 +55,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
 
   beforeAll(async () => {
     t = await startTestApp(kind);
-    account = await accountWithLeads(t, { modules: ['crm'] });
+    account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
     const created = await t.request({
       method: 'POST',
       url: '/api/v1/records',
@@ -268,6 +268,22 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       key: apiKey,
       body: { stage: 'Contacted' },
       wrong: { stage: 1, pipeline: false },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/distribution/distributions',
+      url: () => '/api/v1/distribution/distributions',
+      key: apiKey,
+      body: { record_id: recordId },
+      wrong: { record_id: 7 },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/distribution/deliveries/{id}/return',
+      url: () => '/api/v1/distribution/deliveries/00000000-0000-4000-8000-000000000000/return',
+      key: apiKey,
+      body: { text: 'Wrong number', reported_by: 'Anna' },
+      wrong: { reason_id: 1, text: 2, reported_by: ['Anna'] },
     },
     {
       method: 'PATCH',

@@ -195,7 +195,7 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(read.json().crm.stage).toBe('New');
     });
 
-    it('reports booking and distribution nodes it does not act on yet, even with the modules', async () => {
+    it('reports the booking node it does not act on yet, and a distribution node without a distribution', async () => {
       const booked = await accountWithLeads(t, { modules: ['crm', 'booking', 'distribution'] });
       const response = await intake(
         { entity: 'lead', fields: { email: 'nodes@b.co' }, booking: { title: 'Call' }, distribution: {} },
@@ -205,7 +205,8 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       const reasons = response
         .json()
         .warnings.map((w: { key: string; reason: string }) => `${w.key}:${w.reason}`);
-      expect(reasons.sort()).toEqual(['booking:not_supported', 'distribution:not_supported']);
+      expect(reasons.sort()).toEqual(['booking:not_supported', 'distribution:no_distribution']);
+      expect(response.json()).not.toHaveProperty('distribution');
     });
 
     it('with the crm module, places the record in the named stage and refuses an unknown one', async () => {
