@@ -6,8 +6,8 @@
  * was created). Its own process, so that neither the load generator nor the service shares its
  * event loop and the receipt times stay honest.
  *
- *   POST /hook          a delivery
- *   POST /secret        the webhook's secret (body: the secret)
+ *   POST /hook[/<name>] a delivery (distribution participations use a path each)
+ *   POST /secret[?path=/hook/<name>]  the secret of that path's webhook (body: the secret)
  *   GET  /deliveries    the deliveries recorded since the last call (and forgets them)
  *   GET  /health        200
  */
@@ -32,7 +32,8 @@ export interface DeliveriesAnswer {
 }
 
 const SAMPLE = 50;
-let verifier: Webhook | null = null;
+/** Verifiers by request path. */
+const verifiers = new Map<string, Webhook>();
 let seen = 0;
 let verified = 0;
 let invalid = 0;
@@ -49,11 +50,13 @@ function readBody(request: http.IncomingMessage): Promise<string> {
 
 const server = http.createServer(async (request, response) => {
   try {
-    if (request.method === 'POST' && request.url === '/hook') {
+    const url = new URL(request.url ?? '/', 'http://receiver');
+    if (request.method === 'POST' && (url.pathname === '/hook' || url.pathname.startsWith('/hook/'))) {
       const body = await readBody(request);
       const receivedAt = Date.now();
       response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       const webhookId = String(request.headers['webhook-id'] ?? '');
+      const verifier = verifiers.get(url.pathname);
       if (verifier && seen++ % SAMPLE === 0) {
         try {
           verifier.verify(body, request.headers as Record<string, string>);
@@ -75,8 +78,8 @@ const server = http.createServer(async (request, response) => {
       });
       return;
     }
-    if (request.method === 'POST' && request.url === '/secret') {
-      verifier = new Webhook((await readBody(request)).trim());
+    if (request.method === 'POST' && url.pathname === '/secret') {
+      verifiers.set(url.searchParams.get('path') ?? '/hook', new Webhook((await readBody(request)).trim()));
       response.writeHead(204).end();
       return;
     }

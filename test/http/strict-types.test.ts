@@ -274,7 +274,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       path: '/api/v1/distribution/distributions',
       url: () => '/api/v1/distribution/distributions',
       key: apiKey,
-      body: { record_id: recordId },
+      body: { record_id: '00000000-0000-4000-8000-000000000000' },
       wrong: { record_id: 7 },
     },
     {
