@@ -95,6 +95,17 @@ export function createDistributionRepo(db: Executor) {
         .executeTakeFirst();
     },
 
+    /** Of these ids, those that name partners of the account. */
+    async partnersAmong(accountId: string, ids: string[], tx: Executor = db): Promise<string[]> {
+      const rows = await tx
+        .selectFrom('partners')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('id', 'in', ids)
+        .execute();
+      return rows.map((row) => row.id);
+    },
+
     /** The record's deliveries that a partner has or may still get (not failed), with their partner. */
     liveDeliveriesOf(accountId: string, recordId: string, tx: Executor) {
       return tx

@@ -201,13 +201,8 @@ export function createDistributionService(deps: DistributionServiceDeps) {
     };
 
     if (options.partnerIds && options.partnerIds.length > 0) {
-      const known = await tx
-        .selectFrom('partners')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where('id', 'in', options.partnerIds)
-        .execute();
-      unknownPartnerIds = options.partnerIds.filter((id) => !known.some((row) => row.id === id));
+      const known = await repo.partnersAmong(accountId, options.partnerIds, tx);
+      unknownPartnerIds = options.partnerIds.filter((id) => !known.includes(id));
     }
 
     // A record goes out once; after a return only its redistribution runs again, never to a
