@@ -16,14 +16,7 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
   /** A one-partner setup over a webhook receiver, with an account webhook for delivery events. */
   async function single(options: { returnDeadlineDays?: number; redistributeOnReturn?: boolean } = {}) {
     const world = await w.account();
-    const events = await w.receiver();
-    const subscribed = await w.t.request({
-      method: 'POST',
-      url: '/api/v1/settings/webhooks',
-      key: world.account.apiKey,
-      body: { url: events.url, events: ['delivery.delivered', 'delivery.failed', 'delivery.returned'] },
-    });
-    events.verifyWith(subscribed.json().secret);
+    const events = await world.subscribe(['delivery.delivered', 'delivery.failed', 'delivery.returned']);
     const distributionId = await world.factory.distribution('lead', options);
     const partner = await world.webhookPartner(distributionId, { name: 'Receiver' });
     await world.factory.rule(distributionId, { participationIds: [partner.participationId] });

@@ -26,15 +26,8 @@ describe.each(TEST_DATABASES)('distribution runs on %s', (kind) => {
   };
 
   it('distributes a record to a webhook partner, signed, and answers after the first attempt', async () => {
-    const { account, factory, record, start, webhookPartner } = await w.account();
-    const subscriber = await w.receiver();
-    const webhook = await w.t.request({
-      method: 'POST',
-      url: '/api/v1/settings/webhooks',
-      key: account.apiKey,
-      body: { url: subscriber.url, events: ['delivery.delivered'] },
-    });
-    subscriber.verifyWith(webhook.json().secret);
+    const { account, factory, record, start, webhookPartner, subscribe } = await w.account();
+    const subscriber = await subscribe(['delivery.delivered']);
     const distributionId = await factory.distribution('lead');
     const partner = await webhookPartner(distributionId, { name: 'Solar Nord', priceCents: 2500 });
     await factory.rule(distributionId, { name: 'Everyone', participationIds: [partner.participationId] });

@@ -72,7 +72,19 @@ export async function startDistributionWorld(kind: DatabaseKind, options: TestAp
       hook.verifyWith(participation.secret!);
       return { partnerId, participationId: participation.id, receiver: hook, secret: participation.secret! };
     };
-    return { account: acc, factory, record, start, webhookPartner };
+    /** An account webhook on a receiver of its own for these events, its signatures verified. */
+    const subscribe = async (events: string[]) => {
+      const hook = await receiver();
+      const created = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/webhooks',
+        key: acc.apiKey,
+        body: { url: hook.url, events },
+      });
+      hook.verifyWith(created.json().secret);
+      return hook;
+    };
+    return { account: acc, factory, record, start, webhookPartner, subscribe };
   }
 
   return {

@@ -46,15 +46,8 @@ describe.each(TEST_DATABASES)('the start call’s wait for first attempts on %s'
   });
 
   it('fails an email delivery the mail server refuses for good, and says so to the account', async () => {
-    const { account, factory, record, start } = await w.account();
-    const events = await w.receiver();
-    const hook = await w.t.request({
-      method: 'POST',
-      url: '/api/v1/settings/webhooks',
-      key: account.apiKey,
-      body: { url: events.url, events: ['delivery.failed'] },
-    });
-    events.verifyWith(hook.json().secret);
+    const { factory, record, start, subscribe } = await w.account();
+    const events = await subscribe(['delivery.failed']);
     const distributionId = await factory.distribution('lead');
     const partnerId = await factory.partner({ name: 'Refusing' });
     const participation = await factory.participation(distributionId, {
