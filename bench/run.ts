@@ -20,7 +20,10 @@
  *                       median ratio of their req/s
  *   BENCH_WEBHOOK_DRAIN seconds to wait after the load for the last deliveries (60), also those of
  *                       crm.stage_move, which runs on a service with its workers and a local receiver of
- *                       its automation webhooks (BENCH_SCENARIOS=crm.stage_move runs only it)
+ *                       its automation webhooks (BENCH_SCENARIOS=crm.stage_move runs only it), and of
+ *                       intake.distribution (intake with the distribution node to 3 webhook participations
+ *                       on the local receiver, with its own phase; records/s, deliveries/s, receipt lag;
+ *                       bench/distribution.ts)
  *   BENCH_PROFILE=1     run the service under `node --cpu-prof`; profiles land in bench/results/tmp/profiles
  *   BENCH_SERVICE_NODE_FLAGS  extra Node flags for the service, space-separated (e.g. `--trace-gc`)
  *   BENCH_SERVICE_OUTPUT  file that receives everything the service prints (appended)
@@ -37,6 +40,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { DISTRIBUTION_PARTNERS, distributionIntakeScenario, setUpDistribution } from './distribution.ts';
 import { summarizeProfile } from './profile.ts';
 import {
   Bodies,
@@ -96,7 +100,7 @@ const GROWTH_ROWS = intSetting('BENCH_GROWTH_ROWS', 1_000_000, 1, 50_000_000);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const SERVICE_EXTRA_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const SERVICE_OUTPUT = process.env.BENCH_SERVICE_OUTPUT || undefined;
-type ScenarioName = ServiceScenarioName | 'intake.webhook';
+type ScenarioName = ServiceScenarioName | 'intake.webhook' | 'intake.distribution';
 const ALL_SCENARIOS: ScenarioName[] = [
   'intake.single',
   'intake.idempotent',
@@ -106,6 +110,7 @@ const ALL_SCENARIOS: ScenarioName[] = [
   'notes.by_email',
   'crm.stage_move',
   'intake.webhook',
+  'intake.distribution',
 ];
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(','))
   .split(',')
@@ -121,9 +126,12 @@ for (const name of SCENARIOS) {
  * Scenarios of the first phase, against the baseline; intake.webhook and crm.stage_move run in a
  * phase of their own, on a service with its workers and a local receiver of its webhooks.
  */
-const BASELINE_SCENARIOS = SCENARIOS.filter((name) => name !== 'intake.webhook' && name !== 'crm.stage_move');
+const BASELINE_SCENARIOS = SCENARIOS.filter(
+  (name) => name !== 'intake.webhook' && name !== 'crm.stage_move' && name !== 'intake.distribution',
+);
 const WEBHOOK = SCENARIOS.includes('intake.webhook');
 const STAGE_MOVES = SCENARIOS.includes('crm.stage_move');
+const DISTRIBUTION = SCENARIOS.includes('intake.distribution');
 const WEBHOOK_ROUNDS = intSetting('BENCH_WEBHOOK_ROUNDS', 3, 1, 20);
 const WEBHOOK_DRAIN = intSetting('BENCH_WEBHOOK_DRAIN', 60, 1, 600);
 const DB_SETTING = process.env.BENCH_DB ?? 'both';
@@ -137,6 +145,8 @@ const DATABASES = (DB_SETTING === 'both' ? ['postgres', 'pglite'] : [DB_SETTING]
 )[];
 const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString('hex')}`;
+/** The service's instance secret, known here so that the distribution setup seals its webhook secrets. */
+const INSTANCE_SECRET = randomBytes(32).toString('base64url');
 const SETUP_RECORDS = 500;
 
 const pct = (ratio: number) => `${Math.round(ratio * 100)}%`;
@@ -389,6 +399,18 @@ interface StageMoveRun {
   webhooks: DeliveryStats;
 }
 
+/** intake.distribution: the load, and what the receiver got of it. */
+interface DistributionResult {
+  measured: Measured;
+  records: number;
+  /** Deliveries that arrived (first of each `webhook-id`), of `records × partners`. */
+  delivered: number;
+  expected: number;
+  deliveriesPerSecond: number;
+  /** Receipt − the record's `created_at` (stamped in the transaction, before its commit), ms. */
+  lag: { p50: number; p99: number; max: number };
+}
+
 interface DatabaseRun {
   database: 'postgres' | 'pglite';
   /** Null when only intake.webhook ran. */
@@ -403,6 +425,7 @@ interface DatabaseRun {
   growth: GrowthRun | null;
   webhookRounds: WebhookRound[];
   stageMoves: StageMoveRun | null;
+  distribution: DistributionResult | null;
   /** VmHWM of the service process(es): the peak resident memory over their whole life. */
   servicePeakRssBytes: number;
   /** VmRSS of the service right after the setup, before any load. */
@@ -560,18 +583,14 @@ async function benchStageMoves(
   }
   await warmUp(service, scenario);
   await waitForQuiet(receiver);
-  await settle(service.pid);
-  await preflight(service.url, scenario);
-  await waitForQuiet(receiver);
-  moved.clear();
-  const loadStart = Date.now();
-  const measured = await measure(service.url, scenario, {
-    duration: DURATION,
-    connections: CONNECTIONS,
-    pid: service.pid,
+  // A late automation webhook of the preflight matches no move of the load (its key is not kept).
+  const { measured, loadStart, loadEnd } = await loadWithReceiver(
+    service,
+    receiver,
+    scenario,
     databasePids,
-  });
-  const loadEnd = Date.now();
+    () => moved.clear(),
+  );
   const answered = new Map(moved);
   const stats = await collectDeliveries(
     receiver,
@@ -589,6 +608,37 @@ async function benchStageMoves(
       `${stats.lagFromAnswer.p50}/${stats.lagFromAnswer.p99} ms from the answer; signatures ${stats.verifiedSoFar} verified, ${stats.invalidSoFar} invalid`,
   );
   return result;
+}
+
+/**
+ * One measured load whose messages a receiver gets: what arrived before (the preflight's message
+ * among it) is taken from the receiver first, and `reset` forgets the answers seen so far.
+ */
+async function loadWithReceiver(
+  service: Server,
+  receiver: Server,
+  scenario: Scenario,
+  databasePids: (() => Promise<number[]>) | undefined,
+  reset: () => void,
+) {
+  await settle(service.pid);
+  await preflight(service.url, scenario);
+  await receiverDeliveries(receiver);
+  reset();
+  const receiverTicks = cpuTicksOf(receiver.pid);
+  const loadStart = Date.now();
+  const measured = await measure(service.url, scenario, {
+    duration: DURATION,
+    connections: CONNECTIONS,
+    pid: service.pid,
+    databasePids,
+  });
+  return {
+    measured,
+    loadStart,
+    loadEnd: Date.now(),
+    receiverTicks: cpuTicksOf(receiver.pid) - receiverTicks,
+  };
 }
 
 async function benchWebhooks(
@@ -618,27 +668,10 @@ async function benchWebhooks(
   await warmUp(service, subscribed);
   await waitForQuiet(receiver);
 
-  const load = async (scenario: Scenario) => {
-    await settle(service.pid);
-    await preflight(service.url, scenario);
-    // What arrived before (the preflight's message among it) is not this run's.
-    await receiverDeliveries(receiver);
-    created = new Map();
-    const receiverTicks = cpuTicksOf(receiver.pid);
-    const loadStart = Date.now();
-    const measured = await measure(service.url, scenario, {
-      duration: DURATION,
-      connections: CONNECTIONS,
-      pid: service.pid,
-      databasePids,
+  const load = (scenario: Scenario) =>
+    loadWithReceiver(service, receiver, scenario, databasePids, () => {
+      created = new Map();
     });
-    return {
-      measured,
-      loadStart,
-      loadEnd: Date.now(),
-      receiverTicks: cpuTicksOf(receiver.pid) - receiverTicks,
-    };
-  };
 
   const rounds: WebhookRound[] = [];
   let verifiedSoFar = 0;
@@ -696,6 +729,55 @@ async function benchWebhooks(
   return rounds;
 }
 
+async function benchDistribution(
+  service: Server,
+  receiver: Server,
+  apiKey: string,
+  bodies: Bodies,
+  databasePids: (() => Promise<number[]>) | undefined,
+): Promise<DistributionResult> {
+  let created = new Map<string, number>();
+  const scenario = distributionIntakeScenario(bodies, apiKey, (id, at) => created.set(id, at));
+  await warmUp(service, scenario);
+  await waitForQuiet(receiver);
+  const { measured, loadStart, loadEnd } = await loadWithReceiver(
+    service,
+    receiver,
+    scenario,
+    databasePids,
+    () => {
+      created = new Map();
+    },
+  );
+  const first = new Map<string, Delivery>();
+  const expected = created.size * DISTRIBUTION_PARTNERS;
+  const deadline = loadEnd + WEBHOOK_DRAIN * 1000;
+  for (;;) {
+    for (const delivery of (await receiverDeliveries(receiver)).deliveries) {
+      if (!delivery.recordId || !created.has(delivery.recordId)) continue;
+      const earlier = first.get(delivery.webhookId);
+      if (!earlier || delivery.receivedAt < earlier.receivedAt) first.set(delivery.webhookId, delivery);
+    }
+    if (first.size >= expected || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const firsts = [...first.values()];
+  const lastReceipt = Math.max(loadEnd, ...firsts.map((delivery) => delivery.receivedAt));
+  const result: DistributionResult = {
+    measured,
+    records: created.size,
+    delivered: first.size,
+    expected,
+    deliveriesPerSecond: Math.round(first.size / Math.max(0.001, (lastReceipt - loadStart) / 1000)),
+    lag: spread(firsts.map((delivery) => delivery.receivedAt - delivery.createdAt)),
+  };
+  console.log(
+    `    intake.distribution: ${measured.requestsPerSecond} records/s, ${result.deliveriesPerSecond} deliveries/s, ` +
+      `${result.delivered}/${result.expected} delivered, lag p50/p99 ${result.lag.p50}/${result.lag.p99} ms`,
+  );
+  return result;
+}
+
 async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> {
   console.log(`\n== ${kind} ==`);
   const runId = `${kind.slice(0, 2)}${randomBytes(3).toString('hex')}`;
@@ -705,6 +787,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
     LEADS_DEMO: 'false',
     LEADS_RUN_WORKERS: 'false',
+    LEADS_SECRET: INSTANCE_SECRET,
     // On PostgreSQL only the documents directory lives here; the bench sends no documents.
     LEADS_DATA_DIR: serviceDir,
   };
@@ -761,10 +844,10 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     });
   };
   /** An account with the bench entity, through the public API as an integration would make it. */
-  const setUpAccount = async (server: Server, name: string) => {
+  const setUpAccount = async (server: Server, name: string, modules = ['crm']) => {
     const account = await api(server.url, ADMIN_TOKEN, 'POST', '/admin/v1/accounts', {
       name,
-      modules: ['crm'],
+      modules,
       rate_limit_per_minute: 1_000_000,
     });
     const apiKey: string = account.api_key.key;
@@ -881,6 +964,33 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       }
     }
 
+    let distribution: DistributionResult | null = null;
+    if (DISTRIBUTION) {
+      const distributed = await setUpAccount(service, 'Bench distribution', ['distribution']);
+      // The setup is written with the service stopped (the embedded database admits one process).
+      await stopProcess(service.process);
+      service = undefined;
+      receiver ??= await startServer(`webhook receiver (${kind})`, ['bench/webhook-receiver.ts'], {});
+      const secrets = await setUpDistribution({
+        databaseUrl: serviceEnv.DATABASE_URL || undefined,
+        dataDir: serviceDir,
+        secret: INSTANCE_SECRET,
+        accountId: distributed.id,
+        entityKey: 'lead',
+        receiverUrl: receiver.url,
+      });
+      for (const { path: hookPath, secret } of secrets) {
+        await fetch(`${receiver.url}/secret?path=${encodeURIComponent(hookPath)}`, {
+          method: 'POST',
+          body: secret,
+          signal: AbortSignal.timeout(5_000),
+        });
+      }
+      service = await startService('distribution', true);
+      distribution = await benchDistribution(service, receiver, distributed.apiKey, bodies, databasePids);
+      servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+    }
+
     if (GROWTH && baseline) {
       // The embedded database admits one process: the service stops while the seed writes.
       // It restarts on PostgreSQL too, so that both runs compare a fresh, warmed-up process.
@@ -926,6 +1036,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       growth,
       webhookRounds,
       stageMoves,
+      distribution,
       servicePeakRssBytes: servicePeak,
       serviceIdleRssBytes: serviceIdle,
       serviceStartHwmBytes: serviceStartHwm,
@@ -1039,6 +1150,28 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
 /** Intake req/s with the subscription over plain intake's, measured right before it. */
 function webhookRatio(round: WebhookRound): number {
   return round.subscribed.requestsPerSecond / round.plain.requestsPerSecond;
+}
+
+/** intake.distribution per database: records/s, deliveries/s and the receipt lag. */
+function distributionTable(runs: DatabaseRun[]): string[] {
+  const lines = [
+    '| database | records/s | p50 ms | p99 ms | deliveries/s | delivered | lag p50 ms | lag p99 ms |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const run of runs) {
+    const d = run.distribution;
+    if (!d) continue;
+    lines.push(
+      `| ${run.database} | ${d.measured.requestsPerSecond} | ${d.measured.p50} | ${d.measured.p99} | ${d.deliveriesPerSecond} | ${d.delivered} / ${d.expected} | ${d.lag.p50} | ${d.lag.p99} |`,
+    );
+  }
+  lines.push(
+    '',
+    `intake.distribution: single-record intake with the distribution node, ${DISTRIBUTION_PARTNERS} webhook ` +
+      'participations (strategy `all`) on the local receiver; each answer waits for its first attempts. ' +
+      "Lag is the receiver's clock at receipt minus the record's `created_at` (stamped in the committing transaction).",
+  );
+  return lines;
 }
 
 /** The deliveries of each webhook round: counts, rates, drain time and lag. */
@@ -1211,6 +1344,7 @@ function report(
   for (const t of allTargets) lines.push(`| ${t.database} | ${t.target} | ${t.value} | **${t.verdict}** |`);
   if (runs.some((run) => run.webhookRounds.length > 0)) lines.push('', ...webhookTable(runs));
   if (runs.some((run) => run.stageMoves)) lines.push('', ...stageMoveTable(runs));
+  if (runs.some((run) => run.distribution)) lines.push('', ...distributionTable(runs));
   lines.push(
     '',
     "Peak server RSS is the service process's VmHWM over its life: " +
@@ -1253,7 +1387,8 @@ const budgetSeconds =
     300 +
     (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0) +
     (WEBHOOK ? 3 * perScenario + WEBHOOK_ROUNDS * (2 * perScenario + WEBHOOK_DRAIN + 30) : 0) +
-    (STAGE_MOVES ? 2 * perScenario + 2 * WEBHOOK_DRAIN + 30 : 0));
+    (STAGE_MOVES ? 2 * perScenario + 2 * WEBHOOK_DRAIN + 30 : 0) +
+    (DISTRIBUTION ? 2 * perScenario + WEBHOOK_DRAIN + 60 : 0));
 const watchdog = setTimeout(() => {
   console.error(`\nThe bench ran longer than ${Math.round(budgetSeconds)} s: stopping everything.`);
   void cleanUpAll().finally(() => process.exit(1));

@@ -6,8 +6,9 @@
  * package against each secret told (after each webhook or automation was created). Its own process, so that neither the load generator nor the service shares its
  * event loop and the receipt times stay honest.
  *
- *   POST /hook          a delivery
- *   POST /secret        a webhook's secret (body: the secret); each one told is tried
+ *   POST /hook[/<name>] a delivery (distribution participations use a path each)
+ *   POST /secret[?path=/hook/<name>]  a secret of that path's webhooks (body: the secret); each
+ *                       one told for a path is tried
  *   GET  /deliveries    the deliveries recorded since the last call (and forgets them)
  *   GET  /health        200
  */
@@ -34,7 +35,8 @@ export interface DeliveriesAnswer {
 }
 
 const SAMPLE = 50;
-const verifiers: Webhook[] = [];
+/** Verifiers by request path: every secret told for that path. */
+const verifiers = new Map<string, Webhook[]>();
 let seen = 0;
 let verified = 0;
 let invalid = 0;
@@ -51,12 +53,14 @@ function readBody(request: http.IncomingMessage): Promise<string> {
 
 const server = http.createServer(async (request, response) => {
   try {
-    if (request.method === 'POST' && request.url === '/hook') {
+    const url = new URL(request.url ?? '/', 'http://receiver');
+    if (request.method === 'POST' && (url.pathname === '/hook' || url.pathname.startsWith('/hook/'))) {
       const body = await readBody(request);
       const receivedAt = Date.now();
       response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       const webhookId = String(request.headers['webhook-id'] ?? '');
-      if (verifiers.length > 0 && seen++ % SAMPLE === 0) {
+      const pathVerifiers = verifiers.get(url.pathname) ?? [];
+      if (pathVerifiers.length > 0 && seen++ % SAMPLE === 0) {
         const headers = request.headers as Record<string, string>;
         const verifies = (verifier: Webhook) => {
           try {
@@ -66,7 +70,7 @@ const server = http.createServer(async (request, response) => {
             return false;
           }
         };
-        if (verifiers.some(verifies)) verified++;
+        if (pathVerifiers.some(verifies)) verified++;
         else invalid++;
       }
       const json = JSON.parse(body) as {
@@ -83,8 +87,9 @@ const server = http.createServer(async (request, response) => {
       });
       return;
     }
-    if (request.method === 'POST' && request.url === '/secret') {
-      verifiers.push(new Webhook((await readBody(request)).trim()));
+    if (request.method === 'POST' && url.pathname === '/secret') {
+      const path = url.searchParams.get('path') ?? '/hook';
+      verifiers.set(path, [...(verifiers.get(path) ?? []), new Webhook((await readBody(request)).trim())]);
       response.writeHead(204).end();
       return;
     }

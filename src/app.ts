@@ -18,6 +18,7 @@ import { bookingPageRoutes } from './modules/booking/booking.page.routes.ts';
 import { bookingRoutes } from './modules/booking/booking.routes.ts';
 import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
+import { distributionRoutes } from './modules/distribution/distribution.routes.ts';
 import { partnersRoutes } from './modules/distribution/partners.routes.ts';
 import { setupRoutes } from './modules/distribution/setup.routes.ts';
 import { documentsRoutes } from './modules/documents/documents.routes.ts';
@@ -126,5 +127,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(setupRoutes, { setup: services.distributionSetup });
   await app.register(bookingRoutes, { booking: services.booking });
   await app.register(bookingPageRoutes, { booking: services.booking });
+  await app.register(distributionRoutes, {
+    distribution: services.distribution,
+    deliveries: services.deliveries,
+  });
   return app;
 }

@@ -12,6 +12,9 @@ import { createAutomationsRepo } from './modules/crm/automations.repo.ts';
 import { createAutomationsService } from './modules/crm/automations.service.ts';
 import { createCrmRepo } from './modules/crm/crm.repo.ts';
 import { createCrmService } from './modules/crm/crm.service.ts';
+import { createDeliveriesService } from './modules/distribution/deliveries.service.ts';
+import { createDistributionRepo } from './modules/distribution/distribution.repo.ts';
+import { createDistributionService } from './modules/distribution/distribution.service.ts';
 import { createPartnersRepo } from './modules/distribution/partners.repo.ts';
 import { createPartnersService } from './modules/distribution/partners.service.ts';
 import { createSetupRepo } from './modules/distribution/setup.repo.ts';
@@ -62,6 +65,8 @@ export interface ServiceDeps {
   bookingLinkTtlMs?: number;
   /** The clock of time-dependent rules (booking slots); tests set it. */
   now?: () => Date;
+  /** Distribution runs: how long a start waits for first attempts (10 s), and the clock. */
+  distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
 }
 
 /** The one place where repos and services are put together. */
@@ -76,6 +81,7 @@ export function createServices({
   jobs,
   bookingLinkTtlMs,
   now,
+  distribution: distributionOptions,
 }: ServiceDeps) {
   const outbound = createOutboundService(db, { allowPrivate: false, ...outboundOptions, secret });
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
@@ -116,6 +122,23 @@ export function createServices({
     organizer: organizerOf(outboundOptions?.mailFrom),
     now,
   });
+  const distributionRepo = createDistributionRepo(db);
+  const distribution = createDistributionService({
+    db,
+    repo: distributionRepo,
+    entities,
+    records: recordsRepo,
+    outbound,
+    ...distributionOptions,
+  });
+  const deliveries = createDeliveriesService({
+    db,
+    repo: distributionRepo,
+    distribution,
+    records: recordsRepo,
+    outbound,
+    now: distributionOptions?.now,
+  });
   const intake = createIntakeService({
     db,
     auth,
@@ -127,6 +150,7 @@ export function createServices({
     concurrentCreates,
     outbound,
     booking,
+    distribution,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);
@@ -145,6 +169,7 @@ export function createServices({
     recordsRepo,
     reads: recordsReads,
     notes,
+    distribution,
     jobs,
   });
   const partnersRepo = createPartnersRepo(db);
@@ -180,6 +205,8 @@ export function createServices({
     partners,
     distributionSetup,
     booking,
+    distribution,
+    deliveries,
   };
 }
 

@@ -335,6 +335,15 @@ export function createOutboundRepo(db: Executor) {
         .executeTakeFirstOrThrow();
     },
 
+    /** A destination's address and signing secrets (sealed), the previous one only while it still signs. */
+    async destinationForSending(accountId: string, purpose: string, id: string, tx: Executor = db) {
+      const result = await sql<{ url: string; secret: string; previous_secret: string | null }>`
+        SELECT url, secret, CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret
+        FROM webhook_destinations
+        WHERE account_id = ${accountId}::uuid AND purpose = ${purpose} AND id = ${id}::uuid`.execute(tx);
+      return result.rows[0];
+    },
+
     findDestination(accountId: string, purpose: string, id: string, tx: Executor = db) {
       return tx
         .selectFrom('webhook_destinations')

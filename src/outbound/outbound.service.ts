@@ -378,6 +378,35 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
       return message ? deliver(message, claimId) : null;
     },
 
+    /**
+     * Sends one message now, outside the outbox: no message row, no attempt row, no retry (a
+     * test delivery, which records nothing). A webhook goes to a destination (disabled or not,
+     * as a test reaches a disabled endpoint) signed with its secrets; answers the attempt and
+     * what was sent.
+     */
+    async sendUnrecorded(
+      accountId: string,
+      message:
+        | { channel: 'webhook'; purpose: string; destinationId: string; type: string; data: unknown }
+        | { channel: 'email'; content: EmailContent },
+    ): Promise<{ result: AttemptResult; request: { url: string; body: string } } | null> {
+      const id = randomUUID();
+      if (message.channel === 'email') {
+        const result = await mail.send(id, message.content);
+        return {
+          result,
+          request: { url: `mailto:${message.content.to.join(',')}`, body: message.content.text ?? '' },
+        };
+      }
+      const destination = await repo.destinationForSending(accountId, message.purpose, message.destinationId);
+      if (!destination) return null;
+      const body = JSON.stringify(envelope(message.type, message.data));
+      const secrets = [openSecret(destination.secret)];
+      if (destination.previous_secret) secrets.push(openSecret(destination.previous_secret));
+      const result = await sendWebhook({ url: destination.url, id, body, secrets });
+      return { result, request: { url: destination.url, body } };
+    },
+
     /** Due messages leased to a new claim, for the dispatcher. */
     async claimDue(limit: number) {
       const claimId = randomUUID();

@@ -58,6 +58,7 @@ export async function openRuntime(
         smtpUrl: config.smtpUrl,
         mailFrom: config.mailFrom,
         outboxDir: config.outboxDir,
+        leaseMs: config.outboundLeaseMs,
       },
       jobs: queue,
       bookingLinkTtlMs: config.bookingLinkTtlMs,

@@ -264,8 +264,12 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
     const segments = operation.path.split('/');
     for (const parameter of (operation.spec.parameters ?? []).filter((p) => p.in === 'path')) {
       const index = segments.indexOf(`{${parameter.name}}`);
+      const kind = segments[index - 1] ?? '';
+      // `kind:name` where one kind of segment names different things (a setup by entity key, a run by id).
       const real =
-        parameter.name === 'token' ? world.sourceToken : (world.ids[segments[index - 1] ?? ''] ?? undefined);
+        parameter.name === 'token'
+          ? world.sourceToken
+          : (world.ids[`${kind}:${parameter.name}`] ?? world.ids[kind] ?? undefined);
       if (real !== undefined) fixed[`path.${parameter.name}`] = fc.constant(real);
     }
     const generatedPath = (operation.spec.parameters ?? []).some(

@@ -198,6 +198,34 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
     201,
     'return reason',
   );
+  await expectStatus(
+    await t.request({
+      method: 'PUT',
+      url: '/api/v1/settings/distributions/lead/rules',
+      key: apiKey,
+      body: [{ name: 'Everyone', strategy: 'all', participation_ids: [participation.id] }],
+    }),
+    200,
+    'distribution rules',
+  );
+  // A distribution run of a record of its own (the world's record stays undistributed), and its delivery.
+  const distributed = await expectStatus(
+    await as('POST', '/api/v1/records', { entity: 'lead', fields: { email: 'distributed@example.com' } }),
+    201,
+    'record to distribute',
+  );
+  const run = await expectStatus(
+    await as('POST', '/api/v1/distribution/distributions', { record_id: distributed.id }),
+    200,
+    'distribution run',
+  );
+  const deliveries = await t.request({
+    method: 'GET',
+    url: `/api/v1/distribution/deliveries?partner_id=${partner.id}`,
+    key: apiKey,
+  });
+  const delivery = deliveries.json().deliveries[0];
+  if (!delivery) throw new Error(`world: the run made no delivery: ${JSON.stringify(run)}`);
   const urls = [
     `${files.base}/hook`,
     `${files.base}/offer.pdf`,
@@ -229,7 +257,9 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
       partners: partner.id,
       participations: participation.id,
       'return-reasons': returnReason.id,
-      distributions: 'lead',
+      'distributions:entity_key': 'lead',
+      'distributions:id': run.run_id,
+      deliveries: delivery.id,
     },
     hints: {
       values: {

@@ -73,6 +73,8 @@ export interface TestAppOptions {
   bookingLinkTtlMs?: number;
   /** The public base of links (PUBLIC_URL); http://127.0.0.1:3000 by default. */
   publicUrl?: () => string;
+  /** Distribution runs: the wait for first attempts and the clock. */
+  distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -101,6 +103,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     },
     ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
     jobs: queue,
+    distribution: options.distribution,
   });
   if (queue) {
     // Jobs only: tests that send messages run a dispatcher of their own, with a short poll.

@@ -195,7 +195,7 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(read.json().crm.stage).toBe('New');
     });
 
-    it('reports the distribution node it does not act on yet, even with the module; acts on booking', async () => {
+    it('acts on the booking and distribution nodes of an account with the modules', async () => {
       const booked = await accountWithLeads(t, { modules: ['crm', 'booking', 'distribution'] });
       const response = await intake(
         { entity: 'lead', fields: { email: 'nodes@b.co' }, booking: { title: 'Call' }, distribution: {} },
@@ -205,8 +205,10 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       const reasons = response
         .json()
         .warnings.map((w: { key: string; reason: string }) => `${w.key}:${w.reason}`);
-      // Without a calendar the booking node is a no_calendar warning (test/booking covers the rest).
-      expect(reasons.sort()).toEqual(['booking:no_calendar', 'distribution:not_supported']);
+      // Without a calendar the booking node is a no_calendar warning (test/booking covers the rest),
+      // without a distribution the distribution node a no_distribution warning.
+      expect(reasons.sort()).toEqual(['booking:no_calendar', 'distribution:no_distribution']);
+      expect(response.json()).not.toHaveProperty('distribution');
     });
 
     it('with the crm module, places the record in the named stage and refuses an unknown one', async () => {

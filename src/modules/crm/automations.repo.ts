@@ -152,6 +152,16 @@ export function createAutomationsRepo(db: Executor) {
       return result.rows.length > 0;
     },
 
+    /** The modules the account has booked now (an action of a module removed since does not run). */
+    async accountModules(accountId: string, tx: Executor = db): Promise<string[]> {
+      const row = await tx
+        .selectFrom('accounts')
+        .select('modules')
+        .where('id', '=', accountId)
+        .executeTakeFirst();
+      return row?.modules ?? [];
+    },
+
     async delete(accountId: string, id: string, tx: Executor = db) {
       await tx.deleteFrom('automations').where('account_id', '=', accountId).where('id', '=', id).execute();
     },

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { accountIdOf } from '../../http/auth.ts';
+import { accountIdOf, credentialOf } from '../../http/auth.ts';
 import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   Automation,
@@ -13,6 +14,11 @@ import type { AutomationsService } from './automations.service.ts';
 
 const auth = { accept: ['api_key' as const], permission: 'settings' as const, module: 'crm' as const };
 const tags = ['CRM'];
+
+/** The account's booked modules (a `distribute` action needs the distribution module). */
+function modulesOf(request: FastifyRequest): string[] {
+  return credentialOf(request).account.modules;
+}
 
 /** Settings API of CRM automations (decisions §7). */
 export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: AutomationsService }> = async (
@@ -32,7 +38,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await automations.create(accountIdOf(request), request.body)),
+      reply.code(201).send(await automations.create(accountIdOf(request), request.body, modulesOf(request))),
   );
 
   app.get(
@@ -78,7 +84,8 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         response: { 200: AutomationWithSecret, ...s2Errors },
       },
     },
-    async (request) => automations.update(accountIdOf(request), request.params.id, request.body),
+    async (request) =>
+      automations.update(accountIdOf(request), request.params.id, request.body, modulesOf(request)),
   );
 
   app.delete(

@@ -5,6 +5,7 @@ import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import type { MessageOutcome, OutboundService } from '../../outbound/outbound.service.ts';
+import type { DistributionService } from '../distribution/distribution.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { NotesService } from '../notes/notes.service.ts';
@@ -87,7 +88,12 @@ function notFound(): AppError {
 }
 
 /** Checks an action against the entity: unknown stage, field or type is refused now, never at run time. */
-function checkAction(entity: EntityDef, action: ActionInput, problems: ValidationDetail[]): StoredAction {
+function checkAction(
+  entity: EntityDef,
+  action: ActionInput,
+  modules: string[],
+  problems: ValidationDetail[],
+): StoredAction {
   const type = action.type as ActionType;
   const allowed = MEMBERS[type];
   for (const member of Object.keys(action)) {
@@ -158,8 +164,7 @@ function checkAction(entity: EntityDef, action: ActionInput, problems: Validatio
       });
     }
   }
-  if (type === 'distribute') {
-    // The distribution entry point does not exist in this version: no account can run it yet.
+  if (type === 'distribute' && !modules.includes('distribution')) {
     problems.push({
       key: 'action.type',
       reason: 'module_not_enabled',
@@ -189,6 +194,8 @@ export interface AutomationsServiceDeps {
   recordsRepo: RecordsRepo;
   reads: RecordsReadRepo;
   notes: NotesService;
+  /** The distribution entry point, for `distribute` actions. */
+  distribution?: Pick<DistributionService, 'distribute'>;
   jobs?: JobEnqueuer;
 }
 
@@ -203,7 +210,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
   }
 
   /** Checks settings and answers what is stored; throws 422 naming every problem. */
-  async function check(accountId: string, settings: AutomationSettings) {
+  async function check(accountId: string, settings: AutomationSettings, modules: string[]) {
     const problems: ValidationDetail[] = [];
     const entity = await entities.find(accountId, settings.entity);
     if (!entity || entity.archived) {
@@ -213,7 +220,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     }
     const placement = resolveStage(entity, { stage: settings.stage, pipeline: settings.pipeline });
     if ('reason' in placement) problems.push(placement);
-    const action = checkAction(entity, settings.action, problems);
+    const action = checkAction(entity, settings.action, modules, problems);
     if (problems.length > 0 || 'reason' in placement)
       throw new AppError('validation_failed', { details: problems });
     return { stageId: placement.stage.id, action };
@@ -494,6 +501,39 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         );
         return ran ? { enqueued: 'email' } : alreadyRan;
       }
+      case 'distribute': {
+        if (!deps.distribution || !(await repo.accountModules(accountId)).includes('distribution')) {
+          return failed('module_not_enabled');
+        }
+        const distribution = deps.distribution;
+        const outcome: { runId?: string } = {};
+        // The run, its result and the run's mark in one transaction: a retried job never
+        // distributes twice.
+        const ran = await once(async (tx) => {
+          const run = await distribution
+            .distribute(
+              accountId,
+              recordId,
+              { triggeredBy: 'automation', actor: `automation:${row.name}` },
+              tx,
+            )
+            .catch((error: unknown) => {
+              if (error instanceof AppError && error.code === 'no_distribution') return null;
+              throw error;
+            });
+          if (!run) {
+            await result(tx, accountId, recordId, automation, { ok: false, reason: 'no_distribution' });
+            return;
+          }
+          await result(tx, accountId, recordId, automation, {
+            ok: true,
+            data: { run_id: run.runId, status: run.status, reason: run.reason },
+          });
+          outcome.runId = run.runId;
+        });
+        if (!ran) return alreadyRan;
+        return outcome.runId ? { ran: 'distribute', run_id: outcome.runId } : { failed: 'no_distribution' };
+      }
       default:
         return failed('module_not_enabled');
     }
@@ -503,8 +543,8 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     afterMove,
     run,
 
-    async create(accountId: string, settings: AutomationSettings) {
-      const { stageId, action } = await check(accountId, settings);
+    async create(accountId: string, settings: AutomationSettings, modules: string[]) {
+      const { stageId, action } = await check(accountId, settings, modules);
       if ((await repo.count(accountId)) >= MAX_AUTOMATIONS) {
         throw new AppError('validation_failed', {
           details: [
@@ -530,7 +570,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       return { automations: items.map(present), next_cursor: nextCursor };
     },
 
-    async update(accountId: string, id: string, changes: Partial<AutomationSettings>) {
+    async update(accountId: string, id: string, changes: Partial<AutomationSettings>, modules: string[]) {
       const row = await load(accountId, id);
       const { stage_id: _, ...storedAction } = row.config as unknown as StoredAction;
       const movedStage =
@@ -544,7 +584,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         action: changes.action ?? storedAction,
         enabled: changes.enabled ?? row.enabled,
       };
-      return save(accountId, id, settings, await check(accountId, settings), row);
+      return save(accountId, id, settings, await check(accountId, settings, modules), row);
     },
 
     async remove(accountId: string, id: string) {

@@ -43,6 +43,7 @@ function s2Response(outcome: IntakeOutcome) {
     updated: outcome.updated,
     warnings: outcome.warnings,
     ...(outcome.booking ? { booking: outcome.booking } : {}),
+    ...(outcome.distribution ? { distribution: outcome.distribution } : {}),
   };
 }
 

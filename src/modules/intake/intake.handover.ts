@@ -25,11 +25,6 @@ export const ORIGIN_KEYS = [
   'referrer',
 ] as const;
 const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
-/**
- * Nodes of booked modules that this version does not act on yet: they are reported, never
- * dropped in silence (the distribution module takes its node over when it lands).
- */
-const NODES_NOT_ACTED_ON = new Set(['distribution']);
 /** The module each optional intake node needs. */
 const MODULE_NODES = [
   ['crm', 'crm'],
@@ -131,14 +126,12 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
         reason: 'module_not_enabled',
         message: `the ${module} module is not enabled`,
       });
-    } else if (NODES_NOT_ACTED_ON.has(node)) {
-      warnings.push({
-        key: node,
-        reason: 'not_supported',
-        message: `this version of the service does not act on the ${node} node yet`,
-      });
     }
   }
+  const distribution =
+    body.distribution && modules.includes('distribution')
+      ? { partnerIds: body.distribution.partner_ids ?? null }
+      : null;
   const crm =
     body.crm && modules.includes('crm')
       ? { stage: body.crm.stage, pipeline: body.crm.pipeline, keyPrefix: 'crm.' }
@@ -157,6 +150,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     origin,
     crm,
     booking,
+    distribution,
     assignee: null,
     viewers: [],
     documents: body.documents ?? [],
@@ -306,6 +300,7 @@ export function readS1Lead(
     origin: {},
     crm,
     booking: bookingNode && modules.includes('booking') ? bookingRequestOf(bookingNode) : null,
+    distribution: null,
     assignee: typeof assignee === 'string' && assignee.trim() !== '' ? assignee.trim() : null,
     viewers,
     documents: [],

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { IdempotencyKey, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { StartDistributionResponse } from '../distribution/distribution.schemas.ts';
 import { DocumentRef } from '../records/records.schemas.ts';
 import { ORIGIN_KEYS } from './intake.handover.ts';
 
@@ -70,7 +71,22 @@ export const S2RecordBody = Type.Object(
     ),
     booking: Type.Optional(BookingNode),
     distribution: Type.Optional(
-      Type.Object({ partner_ids: Type.Optional(Type.Array(Uuid, { maxItems: 100 })) }),
+      Type.Object(
+        {
+          partner_ids: Type.Optional(
+            Type.Array(Uuid, {
+              maxItems: 100,
+              description:
+                'only these partners may be chosen; an id naming no partner of the account gives the warning unknown_partner',
+            }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Distributes the new record in the same call (distribution module); the answer carries `distribution` shaped like the start answer, or the warning no_distribution when its entity has no enabled distribution',
+        },
+      ),
     ),
     meta: Type.Optional(IntakeMeta),
   },
@@ -122,6 +138,7 @@ export const IntakeResponse = Type.Object({
   updated: Type.Boolean(),
   warnings: Type.Array(Warning),
   booking: Type.Optional(BookingAnswer),
+  distribution: Type.Optional(StartDistributionResponse),
 });
 
 export const BulkBody = Type.Object(

@@ -9,6 +9,7 @@ import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { BookingAnswer, BookingRequest, BookingService } from '../booking/booking.service.ts';
 import { firstStage, type Placement, resolveStage } from '../crm/crm.stages.ts';
+import type { DistributionService, RunOutcome } from '../distribution/distribution.service.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
@@ -75,6 +76,8 @@ export interface Handover {
   crm: { stage: string; pipeline?: string | null; keyPrefix: string } | null;
   /** The booking asked for (booking module): a slot, or a link. */
   booking: BookingRequest | null;
+  /** The S2 `distribution` node of an account with the module: distribute the record in the same call. */
+  distribution: { partnerIds: string[] | null } | null;
   assignee: string | null;
   viewers: string[];
   /** Documents to fetch by URL: onto a file field, or into the record's pool. */
@@ -94,6 +97,8 @@ export interface IntakeOutcome {
   warnings: Warning[];
   /** What the `booking` node led to: a link or an appointment (absent without a node). */
   booking?: BookingAnswer | null;
+  /** The distribution node's answer, shaped like the start answer (decisions §4). */
+  distribution?: Awaited<ReturnType<DistributionService['startAnswer']>>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -125,6 +130,8 @@ export interface IntakeServiceDeps {
   outbound: Pick<OutboundService, 'subscribers' | 'emitEvent' | 'enqueued'>;
   /** Acts on the `booking` node inside the intake's transaction. */
   booking: Pick<BookingService, 'forIntake'>;
+  /** Runs the `distribution` node; without it the node is not acted on. */
+  distribution?: Pick<DistributionService, 'distribute' | 'awaitFirstAttempts' | 'startAnswer'>;
 }
 
 /**
@@ -153,6 +160,7 @@ export function createIntakeService({
   concurrentCreates = 4,
   outbound,
   booking,
+  distribution,
 }: IntakeServiceDeps) {
   /** Writes new records in one statement, with their `record.created` messages when subscribed. */
   async function createMany(accountId: string, items: ManyItem[]) {
@@ -323,7 +331,13 @@ export function createIntakeService({
     store: StoreAnswer | undefined,
   ): Promise<{ status: number; body: unknown; outcome: IntakeOutcome } | undefined> {
     const { entity } = prepared;
-    if (handover.documents.length > 0 || handover.booking || entity.duplicateRule?.action === 'create')
+    // A booking and a distribution are written in the record's transaction.
+    if (
+      handover.documents.length > 0 ||
+      handover.booking ||
+      handover.distribution ||
+      entity.duplicateRule?.action === 'create'
+    )
       return undefined;
     if (missingRequired(entity, prepared.values).length > 0) return undefined;
     const row = newRecordRow(ctx, handover, prepared, null);
@@ -494,6 +508,48 @@ export function createIntakeService({
     });
     await addNotes(ctx, tx, existing.id, handover.notes, true);
     return row;
+  }
+
+  /**
+   * The `distribution` node, in the record's transaction: a run triggered by intake; its answer
+   * (deliveries still pending) goes into the outcome, and what it could not act on into warnings.
+   */
+  async function distributeWithin(
+    ctx: IntakeContext,
+    tx: Executor,
+    handover: Handover,
+    outcome: IntakeOutcome,
+  ): Promise<RunOutcome | null> {
+    if (!handover.distribution || !distribution) return null;
+    try {
+      const run = await distribution.distribute(
+        ctx.accountId,
+        outcome.recordId,
+        {
+          triggeredBy: 'intake',
+          partnerIds: handover.distribution.partnerIds ?? undefined,
+          actor: ctx.sourceName ? `source:${ctx.sourceName}` : `api:${ctx.keyName ?? ''}`,
+        },
+        tx,
+      );
+      for (const id of run.unknownPartnerIds) {
+        outcome.warnings.push({
+          key: 'distribution.partner_ids',
+          reason: 'unknown_partner',
+          message: `no partner ${id}`,
+        });
+      }
+      outcome.distribution = await distribution.startAnswer(ctx.accountId, run, tx);
+      return run;
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'no_distribution') throw error;
+      outcome.warnings.push({
+        key: 'distribution',
+        reason: 'no_distribution',
+        message: `no distribution is set up for ${outcome.entityKey}`,
+      });
+      return null;
+    }
   }
 
   /** Writes one prepared handover inside `tx`: external id, then duplicate rule, then a new record. */
@@ -695,13 +751,14 @@ export function createIntakeService({
               }
               outcome.warnings.push(...batch.warnings);
             }
+            const run = await distributeWithin(ctx, tx, handover, outcome);
             const status = outcome.created ? 201 : 200;
             const body = answer(outcome);
             if (!ctx.loggedByCall) {
               await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
             }
             if (store) await store.save(tx, { status, body });
-            return { status, body, outcome };
+            return { status, body, outcome, run };
           });
         // A concurrent handover may create the same record between our look-up and our insert;
         // the unique index refuses ours, and a second pass finds and updates theirs.
@@ -711,7 +768,14 @@ export function createIntakeService({
         });
         // An ignored duplicate keeps nothing of the handover, documents included.
         if (!result.outcome.created && !result.outcome.updated) await documents.discard(batch);
-        return result;
+        if (!result.run || !distribution) return result;
+        // After the commit the deliveries' first attempts are awaited (decisions §8); the stored
+        // answer of an idempotency key becomes the one given here.
+        await distribution.awaitFirstAttempts(ctx.accountId, result.run);
+        result.outcome.distribution = await distribution.startAnswer(ctx.accountId, result.run);
+        const body = answer(result.outcome);
+        if (store) await store.save(db, { status: result.status, body });
+        return { status: result.status, body, outcome: result.outcome };
       } catch (error) {
         await documents.discard(fetched);
         if (error instanceof AppError && error.code !== 'unauthorized') {
@@ -753,6 +817,7 @@ export function createIntakeService({
           if (
             handover.documents.length > 0 ||
             handover.booking ||
+            handover.distribution ||
             entity.duplicateRule?.action === 'create' ||
             missingRequired(entity, prepared.values).length > 0 ||
             prepared.assigneeId !== null ||

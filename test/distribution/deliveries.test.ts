@@ -1,0 +1,354 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { waitFor } from '../outbound/receiver.ts';
+import { type DistributionWorld, startDistributionWorld } from './support.ts';
+
+describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) => {
+  let w: DistributionWorld;
+  beforeAll(async () => {
+    // Attempts time out after 300 ms; retries follow 100 ms apart.
+    w = await startDistributionWorld(kind, { outbound: { webhookTimeoutMs: 300 } });
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  /** A one-partner setup over a webhook receiver, with an account webhook for delivery events. */
+  async function single(options: { returnDeadlineDays?: number; redistributeOnReturn?: boolean } = {}) {
+    const world = await w.account();
+    const events = await world.subscribe(['delivery.delivered', 'delivery.failed', 'delivery.returned']);
+    const distributionId = await world.factory.distribution('lead', options);
+    const partner = await world.webhookPartner(distributionId, { name: 'Receiver' });
+    await world.factory.rule(distributionId, { participationIds: [partner.participationId] });
+    const delivery = async (runId: string) =>
+      (
+        await w.t.request({
+          method: 'GET',
+          url: `/api/v1/distribution/distributions/${runId}`,
+          key: world.account.apiKey,
+        })
+      ).json().deliveries[0];
+    return { ...world, distributionId, partner, events, delivery };
+  }
+
+  it('retries a receiver that fails, then succeeds: pending first, delivered after the retry', async () => {
+    const s = await single();
+    s.partner.receiver.answerNext({ status: 500, body: 'down' });
+    const answer = (await s.start(await s.record())).json();
+    expect(answer).toMatchObject({ status: 'distributed', partner: [{ status: 'pending' }] });
+    const done = await waitFor(async () => {
+      const d = await s.delivery(answer.run_id);
+      return d.status === 'delivered' && d;
+    });
+    expect(done.attempts).toBe(2);
+    const ids = s.partner.receiver.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(2);
+    expect(ids[0]).toBe(ids[1]);
+    await waitFor(() => s.events.received.length >= 1);
+    expect(s.events.received.map((r) => r.json.type)).toEqual(['delivery.delivered']);
+  });
+
+  it('answers pending for a receiver that hangs past the timeout, and delivers on the retry', async () => {
+    const s = await single();
+    s.partner.receiver.answerNext('hang');
+    const answer = (await s.start(await s.record())).json();
+    expect(answer.partner[0].status).toBe('pending');
+    const list = await w.t.request({
+      method: 'GET',
+      url: '/api/v1/distribution/deliveries?status=pending',
+      key: s.account.apiKey,
+    });
+    expect(list.json().deliveries[0]).toMatchObject({ attempts: 1, error: 'timeout' });
+    await waitFor(async () => (await s.delivery(answer.run_id)).status === 'delivered');
+  });
+
+  it('fails at once on 410 and pauses the participation', async () => {
+    const s = await single();
+    s.partner.receiver.answerNext({ status: 410, body: 'gone' });
+    const answer = (await s.start(await s.record())).json();
+    expect(answer.partner[0].status).toBe('failed');
+    expect(await s.delivery(answer.run_id)).toMatchObject({ status: 'failed', attempts: 1 });
+    const participation = await w.t.db
+      .selectFrom('participations')
+      .select(['paused', 'paused_reason'])
+      .where('id', '=', s.partner.participationId)
+      .executeTakeFirstOrThrow();
+    expect(participation).toEqual({ paused: true, paused_reason: 'gone' });
+    await waitFor(() => s.events.received.length >= 1);
+    expect(s.events.received[0]!.json).toMatchObject({
+      type: 'delivery.failed',
+      data: { delivery: { status: 'failed', error: 'http_410' } },
+    });
+    expect((await s.start(await s.record())).json()).toMatchObject({
+      status: 'no_match',
+      reason: 'no_active_participation',
+    });
+    expect(s.partner.receiver.received).toHaveLength(1);
+  });
+
+  it('honours Retry-After of a 429 and fails once the schedule is used up', async () => {
+    const s = await single();
+    s.partner.receiver.answerNext({ status: 429, headers: { 'retry-after': '1' } });
+    const started = Date.now();
+    const answer = (await s.start(await s.record())).json();
+    expect(answer.partner[0].status).toBe('pending');
+    await waitFor(async () => (await s.delivery(answer.run_id)).status === 'delivered', 10_000);
+    const [first, second] = s.partner.receiver.received;
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(950);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+
+    // Three failures: the first attempt and both retries.
+    s.partner.receiver.answerAlways({ status: 503 });
+    const failing = (await s.start(await s.record())).json();
+    const failed = await waitFor(async () => {
+      const d = await s.delivery(failing.run_id);
+      return d.status === 'failed' && d;
+    });
+    expect(failed.attempts).toBe(3);
+    await waitFor(() => s.events.received.some((r) => r.json.type === 'delivery.failed'));
+    s.partner.receiver.answerAlways({ status: 200 });
+  });
+
+  it('returns within the deadline, refuses the rest with the reason, and redistributes to another partner', async () => {
+    const s = await single({ redistributeOnReturn: true, returnDeadlineDays: 14 });
+    const second = await s.webhookPartner(s.distributionId, { name: 'Second' });
+    await w.t.db
+      .updateTable('distribution_rules')
+      .set({ participation_ids: [s.partner.participationId, second.participationId] })
+      .where('distribution_id', '=', s.distributionId)
+      .execute();
+    const reason = await s.factory.returnReason('Not reachable');
+    const recordId = await s.record();
+    const answer = (await s.start(recordId)).json();
+    expect(answer.partner_names).toBe('Receiver');
+    const deliveryId = (await s.delivery(answer.run_id)).id;
+    const giveBack = (id: string, body: object = {}) =>
+      w.t.request({
+        method: 'POST',
+        url: `/api/v1/distribution/deliveries/${id}/return`,
+        key: s.account.apiKey,
+        body,
+      });
+
+    const unknownReason = await giveBack(deliveryId, { reason_id: '00000000-0000-4000-8000-000000000000' });
+    expect(unknownReason.statusCode).toBe(422);
+    expect(unknownReason.json().details[0]).toMatchObject({ key: 'reason_id' });
+
+    const returned = await giveBack(deliveryId, {
+      reason_id: reason,
+      text: 'wrong number',
+      reported_by: 'Anna',
+    });
+    expect(returned.statusCode).toBe(200);
+    expect(returned.json()).toEqual({ returned: true, redistributed: true });
+    await waitFor(() => second.receiver.received.length >= 1);
+    expect(s.partner.receiver.received).toHaveLength(1);
+
+    const again = await giveBack(deliveryId);
+    expect(again.statusCode).toBe(409);
+    expect(again.json()).toEqual({
+      error: 'return_not_allowed',
+      reason: 'already_returned',
+      returned: false,
+      redistributed: false,
+    });
+
+    // The second partner returns it too: no partner is left that never had it.
+    const list = (
+      await w.t.request({ method: 'GET', url: '/api/v1/distribution/deliveries', key: s.account.apiKey })
+    ).json().deliveries;
+    const redelivered = list.find((d: { partner: string }) => d.partner === 'Second');
+    await waitFor(async () => {
+      const found = (
+        await w.t.request({
+          method: 'GET',
+          url: `/api/v1/distribution/distributions/${redelivered.run_id}`,
+          key: s.account.apiKey,
+        })
+      ).json();
+      return found.triggered_by === 'return' && found.deliveries[0].status === 'delivered';
+    });
+    expect((await giveBack(redelivered.id)).json()).toEqual({ returned: true, redistributed: false });
+
+    const history = (
+      await w.t.request({ method: 'GET', url: `/api/v1/records/${recordId}/history`, key: s.account.apiKey })
+    ).json().events;
+    const returnedEvent = history.find(
+      (e: { type: string; data: { reason?: string } }) => e.type === 'delivery_returned' && e.data.reason,
+    );
+    expect(returnedEvent).toMatchObject({
+      message: 'Returned by Receiver (Not reachable)',
+      data: { delivery_id: deliveryId, reason: 'Not reachable', text: 'wrong number', reported_by: 'Anna' },
+    });
+    await waitFor(() => s.events.received.filter((r) => r.json.type === 'delivery.returned').length >= 2);
+  });
+
+  it('refuses returns of deliveries that never arrived or are past the deadline', async () => {
+    const s = await single({ returnDeadlineDays: 0 });
+    const answer = (await s.start(await s.record())).json();
+    const delivered = await s.delivery(answer.run_id);
+    const giveBack = (id: string) =>
+      w.t.request({
+        method: 'POST',
+        url: `/api/v1/distribution/deliveries/${id}/return`,
+        key: s.account.apiKey,
+        body: {},
+      });
+    expect((await giveBack(delivered.id)).json()).toMatchObject({
+      reason: 'deadline_passed',
+      returned: false,
+    });
+
+    await w.t.db
+      .updateTable('distributions')
+      .set({ return_deadline_days: 14 })
+      .where('id', '=', s.distributionId)
+      .execute();
+    await w.t.db
+      .updateTable('deliveries')
+      .set({ delivered_at: new Date(Date.now() - 15 * 86_400_000) })
+      .where('id', '=', delivered.id)
+      .execute();
+    const late = await giveBack(delivered.id);
+    expect(late.statusCode).toBe(409);
+    expect(late.json().reason).toBe('deadline_passed');
+
+    s.partner.receiver.answerAlways({ status: 500 });
+    const pending = (await s.start(await s.record({ first_name: 'Pending' }))).json();
+    const notYet = await giveBack((await s.delivery(pending.run_id)).id);
+    expect(notYet.statusCode).toBe(409);
+    expect(notYet.json()).toEqual({
+      error: 'return_not_allowed',
+      reason: 'not_delivered',
+      returned: false,
+      redistributed: false,
+    });
+    s.partner.receiver.answerAlways({ status: 200 });
+    expect((await giveBack('00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+  });
+
+  it('lists deliveries by status, partner and time, newest first, within the limit', async () => {
+    const s = await single();
+    const other = await s.webhookPartner(s.distributionId, { name: 'Other' });
+    await w.t.db
+      .updateTable('distribution_rules')
+      .set({ participation_ids: [s.partner.participationId, other.participationId], strategy: 'round_robin' })
+      .where('distribution_id', '=', s.distributionId)
+      .execute();
+    for (let i = 0; i < 4; i++) await s.start(await s.record());
+    // The partner retires: its deliveries stay listed.
+    await w.t.db.updateTable('partners').set({ retired: true }).where('id', '=', other.partnerId).execute();
+    const list = async (query: string) => {
+      const response = await w.t.request({
+        method: 'GET',
+        url: `/api/v1/distribution/deliveries${query}`,
+        key: s.account.apiKey,
+      });
+      return { status: response.statusCode, body: response.json() };
+    };
+    const all = (await list('')).body.deliveries;
+    expect(all).toHaveLength(4);
+    expect(all[0]).toEqual({
+      id: expect.any(String),
+      status: 'delivered',
+      partner: expect.any(String),
+      partner_id: expect.any(String),
+      channel: 'webhook',
+      rule: 'Rule',
+      price_cents: 1000,
+      currency: 'EUR',
+      attempts: 1,
+      error: null,
+      created_at: expect.any(String),
+      delivered_at: expect.any(String),
+      returned_at: null,
+      record_id: expect.any(String),
+      run_id: expect.any(String),
+    });
+    const created = all.map((d: { created_at: string }) => d.created_at);
+    expect([...created].sort().reverse()).toEqual(created);
+    expect((await list(`?partner_id=${other.partnerId}`)).body.deliveries).toHaveLength(2);
+    expect(
+      (await list(`?partner_id=${other.partnerId}`)).body.deliveries.every(
+        (d: { partner: string }) => d.partner === 'Other',
+      ),
+    ).toBe(true);
+    expect((await list('?status=failed')).body.deliveries).toHaveLength(0);
+    expect((await list('?status=delivered&limit=3')).body.deliveries).toHaveLength(3);
+    const today = new Date().toISOString().slice(0, 10);
+    expect((await list(`?from=${today}&to=${today}`)).body.deliveries).toHaveLength(4);
+    expect((await list('?to=2000-01-01')).body.deliveries).toHaveLength(0);
+    const oldest = created[created.length - 1];
+    expect((await list(`?to=${encodeURIComponent(oldest)}`)).body.deliveries).toHaveLength(1);
+    expect(
+      (await list(`?from=${encodeURIComponent(created[0])}`)).body.deliveries.length,
+    ).toBeGreaterThanOrEqual(1);
+    expect((await list('?limit=501')).status).toBe(422);
+    expect((await list('?status=lost')).status).toBe(422);
+    expect((await list('?from=yesterday')).status).toBe(422);
+  });
+
+  it('sends a test delivery over webhook and email, and records nothing', async () => {
+    const s = await single();
+    const mailPartner = await s.factory.partner({ name: 'Mailbox' });
+    const mailParticipation = await s.factory.participation(s.distributionId, {
+      partnerId: mailPartner,
+      channel: 'email',
+      address: 'test-delivery@partner.test',
+    });
+    const test = (id: string) =>
+      w.t.request({
+        method: 'POST',
+        url: `/api/v1/distribution/participations/${id}/test`,
+        key: s.account.apiKey,
+      });
+    const webhook = await test(s.partner.participationId);
+    expect(webhook.statusCode).toBe(200);
+    expect(webhook.json()).toMatchObject({
+      ok: true,
+      channel: 'webhook',
+      status: 200,
+      response: 'ok',
+      request: { url: s.partner.receiver.url },
+    });
+    expect(s.partner.receiver.invalid).toEqual([]);
+    const sent = s.partner.receiver.received[0]!.json;
+    expect(JSON.parse(webhook.json().request.body)).toEqual(sent);
+    expect(sent).toMatchObject({
+      type: 'record.delivered',
+      data: {
+        test: true,
+        record: { entity: 'lead', fields: { email: 'erika.mustermann@example.com', interest: 'Solar' } },
+      },
+    });
+
+    const email = await test(mailParticipation.id);
+    expect(email.json()).toMatchObject({
+      ok: true,
+      channel: 'email',
+      status: 250,
+      request: { url: 'mailto:test-delivery@partner.test' },
+    });
+    await waitFor(() => w.smtp.received.some((m) => m.to && JSON.stringify(m.to).includes('test-delivery@')));
+
+    s.partner.receiver.answerNext({ status: 500, body: 'broken' });
+    expect((await test(s.partner.participationId)).json()).toMatchObject({
+      ok: false,
+      status: 500,
+      response: 'broken',
+      message: expect.stringContaining('http_500'),
+    });
+    const counts = await w.t.db
+      .selectFrom('participation_counts')
+      .select('count')
+      .where('participation_id', '=', s.partner.participationId)
+      .execute();
+    expect(counts).toEqual([]);
+    expect(
+      (
+        await w.t.request({ method: 'GET', url: '/api/v1/distribution/deliveries', key: s.account.apiKey })
+      ).json().deliveries,
+    ).toEqual([]);
+    expect((await test('00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+  });
+});
