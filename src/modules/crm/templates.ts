@@ -1,4 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
+import { escapeHtml } from '../../lib/text.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
 
 /** `{{field_key}}`, `{{record.id}}`, `{{stage}}`, `{{record_token}}` (decisions §7). */
@@ -20,18 +21,6 @@ export function templateProblems(template: string, entity: EntityDef, key: strin
       reason: 'unknown_field',
       message: `{{${name}}} names no field of ${entity.key}`,
     }));
-}
-
-const HTML_ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
 
 /** A body with markup is sent as HTML (its values escaped), with a text part beside it. */
