@@ -30,20 +30,6 @@ const PART_NAME_BYTES = 1024;
 const tooLarge = (message: string) => new AppError('payload_too_large', { message });
 const malformed = (message: string) => new AppError('invalid_body', { message });
 
-/**
- * busboy reads the part headers as Latin-1; browsers write a name's UTF-8 bytes there as they
- * are. Reads them back as UTF-8, refusing bytes that are not UTF-8 (400 `invalid_body`).
- */
-function partName(raw: string): string {
-  if (/^[\x20-\x7e]*$/.test(raw)) return raw;
-  if ([...raw].some((character) => character.charCodeAt(0) > 0xff)) return raw;
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(raw, 'latin1'));
-  } catch {
-    throw malformed('a part name is not UTF-8');
-  }
-}
-
 function append(body: Record<string, string | string[]>, name: string, value: string) {
   const existing = body[name];
   if (existing === undefined) body[name] = value;
@@ -101,33 +87,24 @@ export function readMultipart(
       return;
     }
 
-    parser.on('field', (rawName, value, nameTruncated, valueTruncated) => {
+    // busboy decodes names and values as UTF-8 (or a part's charset); bytes that are not
+    // UTF-8 become U+FFFD, as a browser shows them, never text PostgreSQL cannot store.
+    parser.on('field', (name, value, nameTruncated, valueTruncated) => {
       if (settled) return;
       if (nameTruncated) return fail(malformed('a part name is too long'));
       if (valueTruncated) return fail(tooLarge('The text parts of the body are too large'));
-      let name: string;
-      try {
-        name = partName(rawName);
-      } catch (error) {
-        return fail(error as AppError);
-      }
-      textBytes += Buffer.byteLength(rawName, 'latin1') + Buffer.byteLength(value);
+      textBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
       if (textBytes > textLimit) return fail(tooLarge('The text parts of the body are too large'));
       append(body, name, value);
     });
-    parser.on('file', (rawName: string, stream: BusboyFileStream) => {
+    parser.on('file', (name: string, stream: BusboyFileStream) => {
       stream.on('limit', () => fail(tooLarge('A file part is larger than 25 MiB')));
       stream.on('error', (error: unknown) =>
         fail(malformed(error instanceof Error ? error.message : 'malformed file part')),
       );
       // Read to the end and drop: the bytes are never kept.
       stream.resume();
-      if (settled) return;
-      try {
-        discarded.push(partName(rawName));
-      } catch (error) {
-        fail(error as AppError);
-      }
+      if (!settled) discarded.push(name);
     });
     parser.on('partsLimit', () => fail(tooLarge(`More than ${PARTS_MAX} parts`)));
     parser.on('filesLimit', () => fail(tooLarge(`More than ${FILE_PARTS_MAX} file parts`)));
