@@ -142,9 +142,11 @@ export function sendIntakeAnswer(request: FastifyRequest, reply: FastifyReply, a
  * no source is known yet (an unknown token's 401 says nothing about any source). No credentials.
  */
 export function addCorsHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  // A preflight's answer (answerPreflight) says all it means to.
+  if (request.method === 'OPTIONS') return;
   addVary(reply, ['Origin', 'Accept', 'Accept-Language']);
   const origin = request.headers.origin;
-  if (typeof origin !== 'string' || reply.hasHeader('access-control-allow-origin')) return;
+  if (typeof origin !== 'string') return;
   const form = formOf(request);
   if (form !== null && form.allowedOrigins.length > 0) {
     if (!originAllowed(form, originOf(origin))) return;
