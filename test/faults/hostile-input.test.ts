@@ -157,7 +157,8 @@ describe.each(TEST_DATABASES)('hostile input never causes a 5xx, on %s', (kind) 
     recordToken = (
       await post(`/api/v1/records/${recordId}/tokens`, { fields: ['first_name', 'budget', 'topics'] })
     ).token;
-    sourceToken = (await post('/api/v1/settings/sources', { name: 'Fuzz' })).token;
+    sourceToken = (await post('/api/v1/settings/sources', { name: 'Fuzz', rate_limit_per_minute: 10_000 }))
+      .token;
     spareKeyId = (await post('/api/v1/settings/api-keys', { name: 'Spare' })).id;
   });
   afterAll(async () => t?.close());

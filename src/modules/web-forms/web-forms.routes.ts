@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
 import type { Credential } from '../../http/auth.ts';
+import { s2Errors } from '../../http/schemas.ts';
 import { addCorsHeaders, answerPreflight, isWebFormRoute } from './web-forms.http.ts';
 
 const PreflightAnswer = Type.Null({
@@ -31,7 +32,7 @@ const routes: FastifyPluginAsyncTypebox<{
         params: Type.Object({
           token: Type.String({ maxLength: 200, description: 'The source token (st_…)' }),
         }),
-        response: { 204: PreflightAnswer },
+        response: { 204: PreflightAnswer, ...s2Errors },
       },
     },
     async (request, reply) => {
