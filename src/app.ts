@@ -7,6 +7,7 @@ import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
 import { registerErrorHandling, sendError, toAppError } from './http/error-handler.ts';
 import { AppError } from './http/errors.ts';
+import { registerMultipart } from './http/multipart.ts';
 import { openapiOptions } from './http/openapi.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
@@ -29,6 +30,9 @@ import { recordsRoutes } from './modules/records/records.routes.ts';
 import { sourcesRoutes } from './modules/sources/sources.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { usersRoutes } from './modules/users/users.routes.ts';
+import { errorInPage } from './modules/web-forms/web-forms.http.ts';
+import { webFormsRoutes } from './modules/web-forms/web-forms.routes.ts';
+import { createWebFormsService } from './modules/web-forms/web-forms.service.ts';
 import { webhooksRoutes } from './modules/webhooks/webhooks.routes.ts';
 import type { Services } from './services.ts';
 
@@ -90,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Only JSON and forms are request encodings here; anything else is 415.
   app.removeContentTypeParser('text/plain');
   await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
+  registerMultipart(app);
   app.addHook('preParsing', async (request) => refuseUnlistedForm(request));
   app.decorateRequest('entryProblems', null);
   app.addHook('preValidation', async (request) => markFormBody(request));
@@ -101,6 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   registerErrorHandling(app, {
     checkApiKey: (accountId, keyId) => deps.services.auth.checkApiKey(accountId, keyId),
+    answerInPage: errorInPage,
   });
   await app.register(authPlugin, { auth: deps.services.auth, adminTokenHash: deps.adminTokenHash });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
@@ -113,7 +119,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(usersRoutes, { users: services.users });
   await app.register(entitiesRoutes, { entities: services.entities });
   await app.register(crmRoutes, { entities: services.entities, crm: services.crm });
-  await app.register(intakeRoutes, { intakeApi: services.intakeApi, intake: services.intake });
+  await app.register(webFormsRoutes, { findSource: (token) => services.auth.findSourceToken(token) });
+  await app.register(intakeRoutes, {
+    intakeApi: services.intakeApi,
+    intake: services.intake,
+    // The per-address limit of website forms shares the account limit's store (Redis when set).
+    webForms: createWebFormsService({ rateLimiter: deps.rateLimiter, intake: services.intake }),
+  });
   await app.register(recordsRoutes, {
     records: services.records,
     recordsApi: services.recordsApi,

@@ -215,6 +215,45 @@ const CALENDAR_OPTIONS = {
   capacity: { type: 'string' },
   default: { type: 'boolean' },
 } as const;
+/** A source's website-form settings as options (decisions §13). */
+const FORM_SETTINGS_OPTIONS = {
+  'success-url': { type: 'string' },
+  'error-url': { type: 'string' },
+  'allowed-origins': { type: 'string' },
+  'honeypot-field': { type: 'string' },
+  'rate-limit': { type: 'string' },
+} as const;
+const FORM_SETTINGS_USAGE =
+  '[--success-url URL] [--error-url URL] [--allowed-origins https://a.example,…] [--honeypot-field NAME] [--rate-limit N]';
+
+/** The settings given on the command line; an empty address or trap name clears it (null). */
+function formSettings(values: Record<string, string | boolean | undefined>): Row {
+  const body: Row = {};
+  for (const [option, key] of [
+    ['success-url', 'success_url'],
+    ['error-url', 'error_url'],
+    ['honeypot-field', 'honeypot_field'],
+  ] as const) {
+    const value = values[option];
+    if (typeof value === 'string') body[key] = value === '' ? null : value;
+  }
+  const origins = values['allowed-origins'];
+  if (typeof origins === 'string') body.allowed_origins = list(origins);
+  const rate = values['rate-limit'];
+  if (typeof rate === 'string') body.rate_limit_per_minute = wholeNumber(rate, 'rate-limit');
+  return body;
+}
+
+function describeFormSettings(source: Row): string {
+  const origins = (source.allowed_origins as string[] | undefined) ?? [];
+  return [
+    `success_url: ${source.success_url ?? '(the service’s page)'}`,
+    `error_url: ${source.error_url ?? '(the service’s page)'}`,
+    `allowed_origins: ${origins.length > 0 ? origins.join(', ') : '(any)'}`,
+    `honeypot_field: ${source.honeypot_field ?? '(none)'}`,
+    `rate_limit_per_minute: ${source.rate_limit_per_minute}`,
+  ].join('\n');
+}
 
 export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   'accounts create': {
@@ -274,16 +313,50 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     },
   },
   'sources create': {
-    usage: 'leads sources create --name NAME',
-    options: { name: { type: 'string' } },
+    usage: `leads sources create --name NAME ${FORM_SETTINGS_USAGE}`,
+    options: { name: { type: 'string' }, ...FORM_SETTINGS_OPTIONS },
     async run(connection, values) {
       const source = (await call(connection, 'key', 'POST', '/api/v1/settings/sources', {
         name: required(values.name, 'name'),
+        ...formSettings(values),
       })) as Row;
       return {
         json: source,
-        text: `source ${source.id} "${source.name}"\ntoken (shown once): ${source.token}`,
+        text: `source ${source.id} "${source.name}"\ntoken (shown once): ${source.token}\n${describeFormSettings(source)}`,
       };
+    },
+  },
+  'sources get': {
+    usage: 'leads sources get SOURCE_ID',
+    positionals: ['SOURCE_ID'],
+    async run(connection, _values, [id]) {
+      const source = (await call(
+        connection,
+        'key',
+        'GET',
+        `/api/v1/settings/sources/${encodeURIComponent(id!)}`,
+      )) as Row;
+      return {
+        json: source,
+        text: `source ${source.id} "${source.name}" (token ${source.token_prefix ?? 'revoked'}…)\n${describeFormSettings(source)}`,
+      };
+    },
+  },
+  'sources update': {
+    usage: `leads sources update SOURCE_ID [--name NAME] ${FORM_SETTINGS_USAGE}   (an option left out is unchanged; "" clears an address or the trap)`,
+    positionals: ['SOURCE_ID'],
+    options: { name: { type: 'string' }, ...FORM_SETTINGS_OPTIONS },
+    async run(connection, values, [id]) {
+      const body: Row = formSettings(values);
+      if (typeof values.name === 'string') body.name = values.name;
+      const source = (await call(
+        connection,
+        'key',
+        'PATCH',
+        `/api/v1/settings/sources/${encodeURIComponent(id!)}`,
+        body,
+      )) as Row;
+      return { json: source, text: `source ${source.id} "${source.name}"\n${describeFormSettings(source)}` };
     },
   },
   'sources list': {

@@ -48,6 +48,11 @@ export interface SourcesTable {
   account_id: string;
   id: string;
   name: string;
+  success_url: string | null;
+  error_url: string | null;
+  allowed_origins: Generated<string[]>;
+  honeypot_field: Generated<string | null>;
+  rate_limit_per_minute: Generated<number>;
   created_at: CreatedAt;
 }
 

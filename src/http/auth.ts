@@ -26,6 +26,16 @@ export interface AuthAccount {
   rateLimitPerMinute: number;
 }
 
+/** A source's website-form settings, read with its token (decisions §13). */
+export interface SourceFormSettings {
+  successUrl: string | null;
+  errorUrl: string | null;
+  /** Normalized origins (scheme://host[:port]); empty lets any origin post. */
+  allowedOrigins: string[];
+  honeypotField: string | null;
+  ratePerMinute: number;
+}
+
 export type Credential =
   | {
       kind: 'api_key';
@@ -40,7 +50,14 @@ export type Credential =
        */
       checked: boolean;
     }
-  | { kind: 'source_token'; account: AuthAccount; sourceId: string; sourceName: string }
+  | {
+      kind: 'source_token';
+      account: AuthAccount;
+      sourceId: string;
+      sourceName: string;
+      /** What the source's intake does for a browser's form post (decisions §13). */
+      form: SourceFormSettings;
+    }
   | { kind: 'record_token'; account: AuthAccount; tokenId: string; recordId: string; fields: string[] }
   | { kind: 'signed_url'; account: AuthAccount; documentId: string }
   | { kind: 'admin' };

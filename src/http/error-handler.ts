@@ -139,9 +139,14 @@ export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
   );
 }
 
-/** Where an idempotency key sits: the header, `meta.idempotency_key`, or a note's `idempotency_key`. */
+/**
+ * Where an idempotency key sits: the header, `meta.idempotency_key` (in a form
+ * `meta[idempotency_key]`), or a note's `idempotency_key`.
+ */
 export function isIdempotencyKeyPath(instancePath: string | undefined): boolean {
-  return /^\/(idempotency-key|meta\/idempotency_key|idempotency_key)$/.test(instancePath ?? '');
+  return /^\/(idempotency-key|meta\/idempotency_key|meta\[idempotency_key\]|idempotency_key)$/.test(
+    instancePath ?? '',
+  );
 }
 
 /** The answer to a schema failure: 422 with details, or 400 for an idempotency key (decisions §4). */
@@ -209,6 +214,11 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
 export interface ErrorHandlingOptions {
   /** Whether an API key taken from memory (credential.checked false) is still live. */
   checkApiKey?: (accountId: string, keyId: string) => Promise<boolean>;
+  /**
+   * The answer for a browser where a route speaks to one (website forms, decisions §13): a
+   * page or a redirect in place of the JSON body; null to answer JSON.
+   */
+  answerInPage?: (request: FastifyRequest, reply: FastifyReply, error: AppError) => FastifyReply | null;
 }
 
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = {}): void {
@@ -232,7 +242,7 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
     } else if (appError.code === 'internal_error') {
       request.log.error({ err: error }, 'unexpected error');
     }
-    return sendError(request, reply, appError);
+    return options.answerInPage?.(request, reply, appError) ?? sendError(request, reply, appError);
   });
   app.setNotFoundHandler((request, reply) => {
     const code: ErrorCode = isS1Path(request.url) ? 'not_found' : 'unknown_endpoint';

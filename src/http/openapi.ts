@@ -135,12 +135,24 @@ function errorResponse(description: string, schemaName: string, headers: object 
   };
 }
 
+/** The website-form door (decisions §13): a source token in the path, pages for browsers. */
+const SOURCE_TOKEN_PATH = '/api/v1/in/';
+const HTML_PAGE = {
+  schema: {
+    type: 'string',
+    description:
+      'For a browser (Accept preferring text/html) without success_url or error_url: a small page in English or German',
+  },
+};
+
 /** Adds what every operation answers beside its own responses. */
-function completeOperation(path: string, operation: Operation): void {
+function completeOperation(path: string, method: string, operation: Operation): void {
   const s1 = path.startsWith('/api/') && !path.startsWith('/api/v1');
   const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
-  const metered = schemes.some((scheme) => METERED_SCHEMES.has(scheme)) || path.startsWith('/api/v1/in/');
-  const authenticated = schemes.length > 0 || path.startsWith('/api/v1/in/');
+  // The preflight of a website form carries no credential (CORS never sends one).
+  const tokenInPath = path.startsWith(SOURCE_TOKEN_PATH) && method !== 'options';
+  const metered = schemes.some((scheme) => METERED_SCHEMES.has(scheme)) || tokenInPath;
+  const authenticated = schemes.length > 0 || tokenInPath;
   const idempotent = (operation.parameters ?? []).some(
     (p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
   );
@@ -158,6 +170,18 @@ function completeOperation(path: string, operation: Operation): void {
     });
   }
   for (const [status, response] of Object.entries(responses)) {
+    if (tokenInPath && response.content && 'application/json' in response.content) {
+      response.content = { ...response.content, 'text/html': HTML_PAGE };
+    }
+    if (tokenInPath && status === '303') {
+      response.headers = {
+        Location: {
+          description: 'The source’s success_url with ?id=<record id>, or its error_url with ?error=<code>',
+          schema: { type: 'string', format: 'uri' },
+        },
+        ...response.headers,
+      };
+    }
     response.headers = {
       'X-Request-Id': headerRef('X-Request-Id'),
       ...(metered ? RATE_HEADERS : {}),
@@ -279,7 +303,7 @@ export function openapiOptions(): SwaggerOptions {
       const openapiObject = (document as { openapiObject: { paths?: Record<string, object> } }).openapiObject;
       for (const [path, methods] of Object.entries(openapiObject.paths ?? {})) {
         for (const [method, operation] of Object.entries(methods as Record<string, Operation>)) {
-          completeOperation(path, operation);
+          completeOperation(path, method, operation);
           if (
             operation.requestBody !== undefined &&
             JSON.stringify(operation.requestBody).includes(HIDDEN_PATTERN_PROPERTIES)

@@ -14,19 +14,28 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route also takes `application/x-www-form-urlencoded` (the intake routes only). */
     acceptsForm?: boolean;
+    /** The route also takes `multipart/form-data` (source-token intake only, decisions §13). */
+    acceptsMultipart?: boolean;
   }
 }
 
 const FORM = 'application/x-www-form-urlencoded';
+const MULTIPART = 'multipart/form-data';
+const FORM_ENCODINGS = new Set([FORM, MULTIPART]);
 
 /**
- * A form body on a route that does not list form encoding answers 415 before it is read: the
- * document lists forms only on the intake routes (decisions: HTTP conventions).
+ * A form body on a route that does not list that encoding answers 415 before it is read: the
+ * document lists forms only on the intake routes, multipart only on source-token intake
+ * (decisions: HTTP conventions, §13).
  */
 export function refuseUnlistedForm(request: FastifyRequest): void {
   // An address without a route stays 404, whatever its body.
   if (request.routeOptions.url === undefined) return;
-  if (request.mediaType === FORM && request.routeOptions.config?.acceptsForm !== true) {
+  const config = request.routeOptions.config;
+  if (
+    (request.mediaType === FORM && config?.acceptsForm !== true) ||
+    (request.mediaType === MULTIPART && config?.acceptsMultipart !== true)
+  ) {
     throw new AppError('unsupported_media_type');
   }
 }
@@ -47,7 +56,7 @@ const formBodies = new WeakSet<object>();
 /** Marks a parsed form body, so that its text values are converted when it is validated. */
 export function markFormBody(request: FastifyRequest): void {
   const body = request.body;
-  if (body !== null && typeof body === 'object' && request.mediaType === FORM) {
+  if (body !== null && typeof body === 'object' && FORM_ENCODINGS.has(request.mediaType ?? '')) {
     formBodies.add(body);
   }
 }

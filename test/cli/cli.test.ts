@@ -66,6 +66,8 @@ const COMMANDS = [
   'sources list',
   'sources rotate',
   'sources revoke',
+  'sources get',
+  'sources update',
   'entities list',
   'entities apply',
   'users create',
@@ -326,6 +328,60 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
 
       expect((await client('sources', 'revoke', source.id)).code).toBe(0);
       expect((await intake(rotated.token, 'three@cli.test')).status).toBe(401);
+    });
+
+    it('sets, reads and changes a source’s website-form settings', async () => {
+      const created = await client(
+        'sources',
+        'create',
+        '--name',
+        'Form',
+        '--success-url',
+        'https://www.example.com/danke',
+        '--allowed-origins',
+        'https://www.example.com, http://127.0.0.1:8080',
+        '--rate-limit',
+        '30',
+        '--json',
+      );
+      expect(created.code).toBe(0);
+      const source = JSON.parse(created.stdout);
+      expect(source).toMatchObject({
+        success_url: 'https://www.example.com/danke',
+        allowed_origins: ['https://www.example.com', 'http://127.0.0.1:8080'],
+        honeypot_field: '_hp',
+        rate_limit_per_minute: 30,
+      });
+      const updated = await client(
+        'sources',
+        'update',
+        source.id,
+        '--success-url',
+        '',
+        '--honeypot-field',
+        'website',
+        '--error-url',
+        'https://www.example.com/fehler',
+      );
+      expect(updated.code).toBe(0);
+      expect(updated.stdout).toContain('honeypot_field: website');
+      const read = JSON.parse((await client('sources', 'get', source.id, '--json')).stdout);
+      expect(read).toMatchObject({
+        success_url: null,
+        error_url: 'https://www.example.com/fehler',
+        honeypot_field: 'website',
+        rate_limit_per_minute: 30,
+        allowed_origins: ['https://www.example.com', 'http://127.0.0.1:8080'],
+      });
+      const refused = await client(
+        'sources',
+        'update',
+        source.id,
+        '--allowed-origins',
+        'https://a.example/path',
+      );
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('allowed_origins.0');
     });
 
     it('creates and lists users', async () => {

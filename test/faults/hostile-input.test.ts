@@ -12,6 +12,8 @@ import {
   hostileObject,
   hostileText,
   hostileValue,
+  MULTIPART_TYPE,
+  multipartEncode,
   percentEncode,
   rawEscape,
   toJsonBody,
@@ -157,7 +159,8 @@ describe.each(TEST_DATABASES)('hostile input never causes a 5xx, on %s', (kind) 
     recordToken = (
       await post(`/api/v1/records/${recordId}/tokens`, { fields: ['first_name', 'budget', 'topics'] })
     ).token;
-    sourceToken = (await post('/api/v1/settings/sources', { name: 'Fuzz' })).token;
+    sourceToken = (await post('/api/v1/settings/sources', { name: 'Fuzz', rate_limit_per_minute: 10_000 }))
+      .token;
     spareKeyId = (await post('/api/v1/settings/api-keys', { name: 'Spare' })).id;
   });
   afterAll(async () => t?.close());
@@ -211,11 +214,17 @@ describe.each(TEST_DATABASES)('hostile input never causes a 5xx, on %s', (kind) 
     );
   });
 
-  it('form-encoded intake on S1 and on a source token, bracketed keys included', async () => {
+  it('form-encoded and multipart intake on S1 and on a source token, bracketed keys included', async () => {
     await fc.assert(
       fc.asyncProperty(formBody, async (values) => {
         await form('/api/intake', { entity: 'lead', ...values });
         await form(`/api/v1/in/${sourceToken}`, { entity: 'lead', ...values }, null);
+        await send({
+          method: 'POST',
+          url: `/api/v1/in/${sourceToken}`,
+          headers: { 'content-type': MULTIPART_TYPE },
+          payload: multipartEncode({ entity: 'lead', ...values }),
+        });
         await form('/api/v1/records', values);
       }),
       settings,

@@ -34,6 +34,8 @@ export interface Request {
   body?: unknown;
   /** A raw payload (string or buffer) instead of JSON. */
   payload?: string | Buffer;
+  /** The client address the request comes from (default 127.0.0.1). */
+  remoteAddress?: string;
 }
 
 export interface TestApp {
@@ -126,6 +128,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
     if (req.key !== undefined) headers.authorization = `Bearer ${req.key}`;
     const options: InjectOptions = { method: req.method, url: req.url, headers };
+    if (req.remoteAddress !== undefined) options.remoteAddress = req.remoteAddress;
     if (req.payload !== undefined) options.payload = req.payload;
     else if (req.body !== undefined) options.payload = req.body as InjectOptions['payload'];
     const response = await app.inject(options);

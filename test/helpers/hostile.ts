@@ -193,22 +193,49 @@ export function percentEncode(text: string): string {
 }
 
 /** A flat form body or query string; arrays repeat the key; values of other types as text. */
+/** A form value as text; raw bytes as Latin-1 characters, one per byte. */
+function formText(item: unknown): string {
+  if (item instanceof JsonNumber) return item.text;
+  if (item instanceof RawBytes) return Buffer.from(item.bytes).toString('latin1');
+  return typeof item === 'string' ? item : JSON.stringify(item ?? '');
+}
+
 export function formEncode(values: Record<string, unknown>): string {
   const pairs: string[] = [];
   for (const [key, value] of Object.entries(values)) {
     for (const item of Array.isArray(value) ? value : [value]) {
-      const text =
-        item instanceof JsonNumber
-          ? item.text
-          : item instanceof RawBytes
-            ? Buffer.from(item.bytes).toString('latin1')
-            : typeof item === 'string'
-              ? item
-              : JSON.stringify(item ?? '');
-      pairs.push(`${percentEncode(key)}=${percentEncode(text)}`);
+      pairs.push(`${percentEncode(key)}=${percentEncode(formText(item))}`);
     }
   }
   return pairs.join('&');
+}
+
+const MULTIPART_BOUNDARY = '----hostileBoundary0123456789';
+export const MULTIPART_TYPE = `multipart/form-data; boundary=${MULTIPART_BOUNDARY}`;
+
+/**
+ * The same values as a browser's multipart body: names as UTF-8 with `"`, CR and LF escaped as
+ * a browser does, raw bytes as they are, and one file part.
+ */
+export function multipartEncode(values: Record<string, unknown>): Buffer {
+  const chunks: Buffer[] = [];
+  const part = (name: string, value: Buffer, file = false) => {
+    const escaped = name.replaceAll('"', '%22').replaceAll('\r', '%0D').replaceAll('\n', '%0A');
+    const disposition = `form-data; name="${escaped}"${file ? '; filename="x.bin"' : ''}`;
+    chunks.push(
+      Buffer.from(`--${MULTIPART_BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n\r\n`),
+      value,
+      Buffer.from('\r\n'),
+    );
+  };
+  for (const [key, value] of Object.entries(values)) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      part(key, item instanceof RawBytes ? Buffer.from(item.bytes) : Buffer.from(formText(item)));
+    }
+  }
+  part('upload', Buffer.from([0, 255, 1]), true);
+  chunks.push(Buffer.from(`--${MULTIPART_BOUNDARY}--\r\n`));
+  return Buffer.concat(chunks);
 }
 
 /** Keys of a form body: plain, bracketed (`fields[email]`, `a[]`) and hostile. */

@@ -66,6 +66,7 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
       expect(Object.keys(doc.paths['/api/v1/in/{token}']!.post.requestBody.content).sort()).toEqual([
         'application/json',
         'application/x-www-form-urlencoded',
+        'multipart/form-data',
       ]);
     });
 

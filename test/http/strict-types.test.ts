@@ -31,6 +31,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
   let recordId: string;
   let recordToken: string;
   let sourceToken: string;
+  let sourceId: string;
   let keyId: string;
   let webhookId: string;
   let automationId: string;
@@ -106,14 +107,16 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
         body: { fields: ['first_name', 'budget'] },
       })
     ).json().token;
-    sourceToken = (
+    const source = (
       await t.request({
         method: 'POST',
         url: '/api/v1/settings/sources',
         key: account.apiKey,
         body: { name: 'Typed form' },
       })
-    ).json().token;
+    ).json();
+    sourceToken = source.token;
+    sourceId = source.id;
     webhookId = (
       await t.request({
         method: 'POST',
@@ -196,8 +199,21 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       path: '/api/v1/settings/sources',
       url: () => '/api/v1/settings/sources',
       key: apiKey,
-      body: { name: 'Fair' },
-      wrong: { name: false },
+      body: { name: 'Fair', rate_limit_per_minute: 30, allowed_origins: ['https://a.example'] },
+      wrong: {
+        name: false,
+        rate_limit_per_minute: '30',
+        allowed_origins: 'https://a.example',
+        success_url: 1,
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/sources/{id}',
+      url: () => `/api/v1/settings/sources/${sourceId}`,
+      key: apiKey,
+      body: { honeypot_field: 'website', success_url: null, allowed_origins: ['http://127.0.0.1:8080'] },
+      wrong: { honeypot_field: 1, rate_limit_per_minute: true, 'allowed_origins.0': 5, error_url: false },
     },
     {
       method: 'POST',

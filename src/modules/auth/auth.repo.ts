@@ -52,7 +52,16 @@ export function createAuthRepo(db: Executor) {
             .onRef('sources.id', '=', 'source_tokens.source_id'),
         )
         .innerJoin('accounts', 'accounts.id', 'source_tokens.account_id')
-        .select([...accountColumns, 'sources.id as source_id', 'sources.name as source_name'])
+        .select([
+          ...accountColumns,
+          'sources.id as source_id',
+          'sources.name as source_name',
+          'sources.success_url',
+          'sources.error_url',
+          'sources.allowed_origins',
+          'sources.honeypot_field',
+          'sources.rate_limit_per_minute',
+        ])
         .where('source_tokens.token_hash', '=', tokenHash)
         .where('source_tokens.revoked_at', 'is', null)
         .modifyEnd(PREPARED)

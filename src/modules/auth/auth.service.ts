@@ -121,6 +121,13 @@ export function createAuthService({ repo, secret, now = () => new Date() }: Auth
         account: toAccount(row),
         sourceId: row.source_id,
         sourceName: row.source_name,
+        form: {
+          successUrl: row.success_url,
+          errorUrl: row.error_url,
+          allowedOrigins: row.allowed_origins,
+          honeypotField: row.honeypot_field,
+          ratePerMinute: row.rate_limit_per_minute,
+        },
       };
     },
 

@@ -7,7 +7,13 @@ import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/ide
 import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
 import type { BulkLogItem } from './intake.repo.ts';
 import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
-import { type IntakeContext, type IntakeOutcome, type IntakeService, outcomeOf } from './intake.service.ts';
+import {
+  type IntakeContext,
+  type IntakeOutcome,
+  type IntakeService,
+  outcomeOf,
+  type Warning,
+} from './intake.service.ts';
 
 /**
  * A bulk entry is checked like the body of POST /api/v1/records (typed, no coercion); the call's
@@ -96,10 +102,12 @@ export function createIntakeApi({
     body: S2RecordBody,
     headerKey: unknown,
     scope: string,
+    bodyWarnings: Warning[] = [],
   ): Promise<Answer> {
     const rawKey = idempotencyKeyOf(body, headerKey);
     const run = async (store?: Parameters<IntakeService['intakeOne']>[3]) => {
       const handover = readS2Body(body, ctx.modules);
+      handover.warnings.unshift(...bodyWarnings);
       const { status, body: answer } = await intake.intakeOne(ctx, handover, s2Response, store);
       return { status, body: answer };
     };
@@ -117,9 +125,17 @@ export function createIntakeApi({
   }
 
   return {
-    /** POST /api/v1/records and POST /api/v1/in/{token}. */
-    record(ctx: IntakeContext, body: S2RecordBody, headerKey: unknown): Promise<Answer> {
-      return recordOnce(ctx, body, headerKey, RECORD_SCOPE);
+    /**
+     * POST /api/v1/records and POST /api/v1/in/{token}. `bodyWarnings` report what the body's
+     * encoding carried that was not taken (file parts of a form, decisions §13).
+     */
+    record(
+      ctx: IntakeContext,
+      body: S2RecordBody,
+      headerKey: unknown,
+      bodyWarnings: Warning[] = [],
+    ): Promise<Answer> {
+      return recordOnce(ctx, body, headerKey, RECORD_SCOPE, bodyWarnings);
     },
 
     /**

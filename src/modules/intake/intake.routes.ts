@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type Static, Type } from 'typebox';
+import { Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
 import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
 import { IdempotencyHeaders, PageQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
 import { requireBody } from '../../http/validation.ts';
+import { webFormHandlers } from '../web-forms/web-forms.http.ts';
+import type { WebFormsService } from '../web-forms/web-forms.service.ts';
 import type { Answer, IntakeApi } from './intake.api.ts';
 import {
   BulkBody,
@@ -16,6 +18,7 @@ import {
   S1IntakeBody,
   S1IntakeResponse,
   S2RecordBody,
+  SOURCE_TOKEN_INTAKE,
   SourceTokenBody,
 } from './intake.schemas.ts';
 import type { IntakeContext, IntakeService } from './intake.service.ts';
@@ -40,6 +43,12 @@ function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
   };
 }
 
+/** A browser sent on after its form post (decisions §13). */
+const SeeOther = Type.Null({
+  description:
+    'For a browser (`Accept` preferring text/html) when the source has `success_url` (with `?id=<record id>`) or `error_url` (with `?error=<code>`): `Location` names it',
+});
+
 function send(reply: FastifyReply, answer: Answer) {
   if (answer.replayed) reply.header('idempotent-replayed', 'true');
   return reply.code(answer.status).send(answer.body as never);
@@ -50,7 +59,10 @@ const recordResponses = { 200: IntakeResponse, 201: IntakeResponse, ...s2Errors 
 export const intakeRoutes: FastifyPluginAsyncTypebox<{
   intakeApi: IntakeApi;
   intake: IntakeService;
-}> = async (app, { intakeApi, intake }) => {
+  webForms: WebFormsService;
+}> = async (app, { intakeApi, intake, webForms }) => {
+  const webForm = webFormHandlers({ webForms, intakeApi, contextOf: (request) => contextOf(request, 'in') });
+
   app.post(
     '/api/v1/records',
     {
@@ -78,30 +90,28 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/in/:token',
     {
-      config: { auth: { accept: ['source_token'] }, acceptsForm: true },
-      preValidation: requireBody,
+      config: {
+        auth: { accept: ['source_token'] },
+        acceptsForm: true,
+        acceptsMultipart: true,
+        webForm: true,
+      },
+      onRequest: webForm.admit,
+      preValidation: [requireBody, webForm.catchSpam],
       schema: {
         tags,
         operationId: 'createRecordWithSourceToken',
         summary: 'Take in a record with a source token in the path (same rules as POST /api/v1/records)',
+        description: SOURCE_TOKEN_INTAKE,
         params: Type.Object({
           token: Type.String({ maxLength: 200, description: 'The source token (st_…): the credential' }),
         }),
         body: SourceTokenBody,
         headers: IdempotencyHeaders,
-        response: recordResponses,
+        response: { ...recordResponses, 303: SeeOther },
       },
     },
-    async (request, reply) =>
-      send(
-        reply,
-        await intakeApi.record(
-          contextOf(request, 'in'),
-          // Either encoding's schema (SourceTokenBody) admits only what a record body may hold.
-          request.body as Static<typeof S2RecordBody>,
-          request.headers['idempotency-key'],
-        ),
-      ),
+    webForm.takeIn,
   );
 
   app.post(

@@ -98,14 +98,29 @@ export const S2RecordBody = Type.Object(
   },
 );
 
+/** Text of a `meta[key]` form part, as `metaText` is in JSON. */
+function metaFormText(maxLength: number, description: string) {
+  return Type.Optional(Type.String({ maxLength, description }));
+}
+
 /**
- * POST /api/v1/in/{token} as an HTML form posts it: flat text. Every key but `entity` and `note`
- * is a field name (rule 1); the nested nodes have no form spelling.
+ * POST /api/v1/in/{token} as an HTML form posts it (decisions §13): flat text. `meta[key]` and
+ * `fields[key]` fill those objects; every other name but `entity` and `note` is a field name
+ * (rule 1); the other nested nodes have no form spelling.
  */
+const FORM_DESCRIPTION =
+  'Every name but entity, note and meta[…] is a field name; fields[key] names a field too (e.g. fields[email]); meta[key] is a key of meta, others than those listed are unmapped warnings; a repeated name gives several values. The source’s trap field (honeypot_field, default _hp) is not a field: filled, the post is answered as received and nothing is stored.';
+
 export const S2RecordForm = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
+    'meta[source]': metaFormText(100, 'Stored as the record source'),
+    'meta[idempotency_key]': Type.Optional(IdempotencyKey),
+    'meta[external_id]': metaFormText(255, 'The sender’s id of the lead; a match updates that record'),
+    ...Object.fromEntries(
+      ORIGIN_KEYS.map((key) => [`meta[${key}]`, metaFormText(2000, 'Origin of the submission')]),
+    ),
     ...Object.fromEntries(
       ['fields', 'documents', 'crm', 'booking', 'distribution', 'meta'].map((key) => [
         key,
@@ -119,17 +134,31 @@ export const S2RecordForm = Type.Object(
       Type.Array(Type.String({ maxLength: 100_000 }), { maxItems: 100 }),
     ]),
     maxProperties: 600,
-    description: 'Every key but entity and note is a field name; a repeated name gives several values.',
+    description: FORM_DESCRIPTION,
   },
 );
+
+/** The same form as multipart: its file parts are read and dropped, each an `inline_file` warning. */
+const S2RecordMultipart = {
+  ...S2RecordForm,
+  description: `${FORM_DESCRIPTION} File parts are never taken (documents go by URL): each is read and dropped (at most 20, 25 MiB each, else 413) with the warning {key: part name, reason: inline_file}; the other parts count against the 1 MiB body limit.`,
+};
 
 /** The encodings of POST /api/v1/in/{token} (decisions §13), each with its own schema. */
 export const SourceTokenBody = {
   content: {
     'application/json': { schema: S2RecordBody },
     'application/x-www-form-urlencoded': { schema: S2RecordForm },
+    'multipart/form-data': { schema: S2RecordMultipart },
   },
 };
+
+/** What the source-token door adds for website forms (decisions §13). */
+export const SOURCE_TOKEN_INTAKE = [
+  'Same handler, body, rules and JSON answers as POST /api/v1/records; the source token is the credential.',
+  'Website forms (decisions §13): JSON, url-encoded and multipart bodies. A request whose Accept prefers text/html (a browser’s plain form post) is answered with a 303 to the source’s success_url (?id=) or error_url (?error=), or with a small page in English or German (Accept-Language).',
+  'A post whose Origin (else Referer) is not among the source’s allowed_origins is refused with 403 origin_not_allowed. One client address may post rate_limit_per_minute times a minute to a source (429 with Retry-After). A filled trap field (honeypot_field) is answered like a success and stores nothing.',
+].join('\n\n');
 
 export const IntakeResponse = Type.Object({
   id: Uuid,

@@ -707,6 +707,26 @@ export function createIntakeService({
     },
 
     /**
+     * Logs a post whose trap field was filled (decisions §13): answered as a success, stored as
+     * nothing but this entry. `answered` is the status the sender was given.
+     */
+    async logSpam(ctx: IntakeContext, entity: string | null, answered: number, warnings: Warning[]) {
+      await intakeLog.log(ctx.accountId, [
+        {
+          requestId: ctx.requestId,
+          endpoint: ctx.endpoint,
+          outcome: 'spam',
+          statusCode: answered,
+          recordId: null,
+          entityKey: entity === null ? null : truncate(entity, 200),
+          source: ctx.sourceName ?? 'api',
+          warnings,
+          error: null,
+        },
+      ]);
+    },
+
+    /**
      * Takes in one record. `answer` turns the outcome into the response body, which is stored
      * with the idempotency key (when there is one) in the same transaction as the write.
      */

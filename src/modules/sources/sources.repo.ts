@@ -1,14 +1,53 @@
-import type { Executor } from '../../db/types.ts';
+import type { Selectable } from 'kysely';
+import type { Executor, SourcesTable } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
+
+export type SourceRow = Omit<Selectable<SourcesTable>, 'account_id'>;
+
+/** A source's own columns, as the settings API shows them. */
+const SOURCE_COLUMNS = [
+  'sources.id',
+  'sources.name',
+  'sources.success_url',
+  'sources.error_url',
+  'sources.allowed_origins',
+  'sources.honeypot_field',
+  'sources.rate_limit_per_minute',
+  'sources.created_at',
+] as const;
+
+type SourceChanges = Partial<Omit<SourceRow, 'id' | 'created_at'>>;
+
+function withTokenPrefix(tx: Executor, accountId: string) {
+  return tx
+    .selectFrom('sources')
+    .leftJoin('source_tokens', (join) =>
+      join
+        .onRef('source_tokens.account_id', '=', 'sources.account_id')
+        .onRef('source_tokens.source_id', '=', 'sources.id')
+        .on('source_tokens.revoked_at', 'is', null),
+    )
+    .select([...SOURCE_COLUMNS, 'source_tokens.prefix as token_prefix'])
+    .where('sources.account_id', '=', accountId);
+}
 
 export function createSourcesRepo(db: Executor) {
   return {
-    insert(accountId: string, source: { id: string; name: string }, tx: Executor = db) {
+    insert(accountId: string, source: { id: string; name: string } & SourceChanges, tx: Executor = db) {
       return tx
         .insertInto('sources')
-        .values({ account_id: accountId, id: source.id, name: source.name })
-        .returning(['id', 'name', 'created_at'])
+        .values({ ...source, account_id: accountId })
+        .returning(SOURCE_COLUMNS)
         .executeTakeFirstOrThrow();
+    },
+
+    update(accountId: string, id: string, changes: SourceChanges, tx: Executor = db) {
+      return tx
+        .updateTable('sources')
+        .set(changes)
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .executeTakeFirst();
     },
 
     nameTaken(accountId: string, name: string, tx: Executor = db) {
@@ -30,18 +69,14 @@ export function createSourcesRepo(db: Executor) {
         .executeTakeFirst();
     },
 
+    /** One source with the display prefix of its active token, if any. */
+    findWithToken(accountId: string, id: string, tx: Executor = db) {
+      return withTokenPrefix(tx, accountId).where('sources.id', '=', id).executeTakeFirst();
+    },
+
     /** Sources with the display prefix of their active token, if any. */
     list(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
-      let query = tx
-        .selectFrom('sources')
-        .leftJoin('source_tokens', (join) =>
-          join
-            .onRef('source_tokens.account_id', '=', 'sources.account_id')
-            .onRef('source_tokens.source_id', '=', 'sources.id')
-            .on('source_tokens.revoked_at', 'is', null),
-        )
-        .select(['sources.id', 'sources.name', 'sources.created_at', 'source_tokens.prefix as token_prefix'])
-        .where('sources.account_id', '=', accountId);
+      let query = withTokenPrefix(tx, accountId);
       if (after) {
         query = query.where((eb) =>
           eb.or([

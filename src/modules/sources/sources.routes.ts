@@ -1,12 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { accountIdOf } from '../../http/auth.ts';
-import { IdParams, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
+import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import {
+  CreatedSource,
+  CreateSourceBody,
+  SourceList,
+  SourceView,
+  Token,
+  UpdateSourceBody,
+} from './sources.schemas.ts';
 import type { SourcesService } from './sources.service.ts';
 
 const auth = { accept: ['api_key' as const], permission: 'settings' as const };
 const tags = ['Settings: sources'];
-const Token = Type.String({ description: 'Source token for POST /api/v1/in/{token}; shown only here' });
 
 export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService }> = async (
   app,
@@ -19,19 +26,12 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
       schema: {
         tags,
         operationId: 'createSource',
-        summary: 'Create a source and its token',
-        body: Type.Object(
-          { name: Type.String({ minLength: 1, maxLength: 100 }) },
-          { additionalProperties: false },
-        ),
-        response: {
-          201: Type.Object({ id: Uuid, name: Type.String(), token: Token, created_at: Timestamp }),
-          ...s2Errors,
-        },
+        summary: 'Create a source and its token, with its website-form settings',
+        body: CreateSourceBody,
+        response: { 201: CreatedSource, ...s2Errors },
       },
     },
-    async (request, reply) =>
-      reply.code(201).send(await sources.create(accountIdOf(request), request.body.name)),
+    async (request, reply) => reply.code(201).send(await sources.create(accountIdOf(request), request.body)),
   );
 
   app.get(
@@ -41,25 +41,43 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
       schema: {
         tags,
         operationId: 'listSources',
-        summary: 'List sources with the prefix of their active token',
+        summary: 'List sources with the prefix of their active token and their settings',
         querystring: PageQuery,
-        response: {
-          200: Type.Object({
-            sources: Type.Array(
-              Type.Object({
-                id: Uuid,
-                name: Type.String(),
-                token_prefix: Type.Union([Type.String(), Type.Null()]),
-                created_at: Timestamp,
-              }),
-            ),
-            next_cursor: NextCursor,
-          }),
-          ...s2Errors,
-        },
+        response: { 200: SourceList, ...s2Errors },
       },
     },
     async (request) => sources.list(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
+  );
+
+  app.get(
+    '/api/v1/settings/sources/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'getSource',
+        summary: 'Read a source and its website-form settings',
+        params: IdParams,
+        response: { 200: SourceView, ...s2Errors },
+      },
+    },
+    async (request) => sources.get(accountIdOf(request), request.params.id),
+  );
+
+  app.patch(
+    '/api/v1/settings/sources/:id',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'updateSource',
+        summary: 'Change a source’s name or website-form settings; a missing key is unchanged',
+        params: IdParams,
+        body: UpdateSourceBody,
+        response: { 200: SourceView, ...s2Errors },
+      },
+    },
+    async (request) => sources.update(accountIdOf(request), request.params.id, request.body),
   );
 
   app.post(

@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import type { SourceFormSettings } from '../../http/auth.ts';
+import { AppError } from '../../http/errors.ts';
+import type { RateLimiter } from '../../http/rate-limit.ts';
+import type { Answer } from '../intake/intake.api.ts';
+import type { IntakeContext, IntakeService, Warning } from '../intake/intake.service.ts';
+
+/**
+ * The rules a website form's post meets on top of the intake's (decisions §13): which pages
+ * may post, how often one client address may post to a source, and what a filled trap gets.
+ */
+
+/** The origin of an `Origin` or `Referer` value, or null for `null`, an opaque or unreadable one. */
+export function originOf(value: string): string | null {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    return url.origin;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a page of `origin` may post to the source and read its answers. */
+export function originAllowed(form: SourceFormSettings, origin: string | null): boolean {
+  if (form.allowedOrigins.length === 0) return true;
+  return origin !== null && form.allowedOrigins.includes(origin);
+}
+
+/** The header that names where a post came from: `Origin`, else `Referer`, else none. */
+export function postOrigin(headers: { origin?: string; referer?: string }): string | null | undefined {
+  const named = headers.origin ?? headers.referer;
+  if (named === undefined || named === '') return undefined;
+  return originOf(named);
+}
+
+export function createWebFormsService({
+  rateLimiter,
+  intake,
+}: {
+  rateLimiter: RateLimiter;
+  intake: IntakeService;
+}) {
+  return {
+    /**
+     * Before the body is read: the per-source limit of the client address (429 as in §9), then
+     * the page the post came from (403 `origin_not_allowed`). A post that names no page (a
+     * server, a browser that strips both headers) is not refused by origin.
+     */
+    async admit(
+      sourceId: string,
+      form: SourceFormSettings,
+      clientAddress: string,
+      headers: { origin?: string; referer?: string },
+    ): Promise<void> {
+      const taken = await rateLimiter.take(`form:${sourceId}:${clientAddress}`, form.ratePerMinute);
+      if (!taken.allowed) {
+        throw new AppError('rate_limited', {
+          message: 'Too many posts from this address to this source',
+          headers: {
+            'retry-after': String(taken.retryAfterSeconds),
+            'ratelimit-limit': String(taken.limit),
+            'ratelimit-remaining': String(taken.remaining),
+            'ratelimit-reset': String(taken.resetSeconds),
+          },
+        });
+      }
+      const origin = postOrigin(headers);
+      if (origin !== undefined && !originAllowed(form, origin)) throw new AppError('origin_not_allowed');
+    },
+
+    /**
+     * The answer to a post whose trap field was filled: what a created record gets (201 with a
+     * new id), while nothing is stored but the intake log's `spam` entry.
+     */
+    async answerSpam(ctx: IntakeContext, entity: unknown, warnings: Warning[]): Promise<Answer> {
+      const entityKey = typeof entity === 'string' ? entity.slice(0, 100) : '';
+      await intake.logSpam(ctx, entityKey === '' ? null : entityKey, 201, warnings);
+      return {
+        status: 201,
+        body: { id: randomUUID(), entity: entityKey, created: true, updated: false, warnings },
+        replayed: false,
+      };
+    },
+  };
+}
+
+export type WebFormsService = ReturnType<typeof createWebFormsService>;

@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import {
+  createMemoryRateLimiter,
+  createRedisRateLimiter,
+  type RateLimiter,
+} from '../../src/http/rate-limit.ts';
+import { hashSecret } from '../../src/lib/credentials.ts';
+import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
+import { ContractChecker } from '../helpers/contract.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+import { BROWSER_ACCEPT, createSource, FORM, intakeLog, multipart, recordsOf } from './support.ts';
+
+/** The trap field and the per-source limit of a client address (decisions §13, §9). */
+describe.each(TEST_DATABASES)('website forms: honeypot and per-address limit on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  // The limiter's clock stands still unless a test moves it, so no test sleeps.
+  let clockMs = 1_000_000;
+  beforeAll(async () => {
+    t = await startTestApp(kind, { rateLimiter: createMemoryRateLimiter({ now: () => clockMs }) });
+    account = await accountWithLeads(t);
+  });
+  afterAll(async () => t?.close());
+
+  const postForm = (
+    url: string,
+    payload: string,
+    headers: Record<string, string> = {},
+    remoteAddress?: string,
+  ) =>
+    t.request({ method: 'POST', url, headers: { 'content-type': FORM, ...headers }, payload, remoteAddress });
+
+  describe('happy path', () => {
+    it('stores a post whose trap is empty, without reporting the trap as a field', async () => {
+      const source = await createSource(t, account);
+      const answer = await postForm(source.url, 'entity=lead&fields%5Bemail%5D=human%40b.co&_hp=');
+      expect(answer.statusCode).toBe(201);
+      expect(answer.json().warnings).toEqual([]);
+      const json = await t.request({
+        method: 'POST',
+        url: source.url,
+        body: { entity: 'lead', fields: { email: 'human2@b.co' }, _hp: '' },
+      });
+      expect(json.statusCode).toBe(201);
+      expect(json.json().warnings).toEqual([]);
+    });
+
+    it('answers a filled trap exactly like a success, in every encoding, storing nothing but a spam entry', async () => {
+      const source = await createSource(t, account);
+      const before = (await recordsOf(t, account)).length;
+      const human = await postForm(source.url, 'entity=lead&fields%5Bemail%5D=real%40b.co');
+      const form = await postForm(
+        source.url,
+        'entity=lead&fields%5Bemail%5D=bot%40b.co&_hp=http%3A%2F%2Fspam',
+      );
+      const body = multipart([
+        { name: 'entity', value: 'lead' },
+        { name: 'fields[email]', value: 'bot2@b.co' },
+        { name: '_hp', value: 'filled' },
+      ]);
+      const multi = await t.request({
+        method: 'POST',
+        url: source.url,
+        headers: { 'content-type': body.contentType },
+        payload: body.payload,
+      });
+      const json = await t.request({
+        method: 'POST',
+        url: source.url,
+        body: { entity: 'lead', fields: { email: 'bot3@b.co' }, _hp: 'x' },
+      });
+      for (const spam of [form, multi, json]) {
+        expect(spam.statusCode).toBe(human.statusCode);
+        expect(Object.keys(spam.json()).sort()).toEqual(Object.keys(human.json()).sort());
+        expect(spam.json()).toMatchObject({ entity: 'lead', created: true, updated: false, warnings: [] });
+        expect(spam.json().id).toMatch(/^[0-9a-f-]{36}$/);
+        expect(spam.json().id).not.toBe(human.json().id);
+      }
+      expect((await recordsOf(t, account)).length).toBe(before + 1);
+      const log = await intakeLog(t, account);
+      expect(log.slice(0, 4).map((entry) => entry.outcome)).toEqual(['spam', 'spam', 'spam', 'created']);
+      expect(log[0]).toMatchObject({ record_id: null, status_code: 201, endpoint: 'in', entity: 'lead' });
+    });
+
+    it('gives a browser the same redirect or page for a filled trap as for a real post', async () => {
+      const redirecting = await createSource(t, account, { success_url: 'https://www.example.com/danke' });
+      const headers = { accept: BROWSER_ACCEPT };
+      const real = await postForm(redirecting.url, 'entity=lead&fields%5Bemail%5D=r%40b.co', headers);
+      const spam = await postForm(redirecting.url, 'entity=lead&fields%5Bemail%5D=s%40b.co&_hp=1', headers);
+      expect(spam.statusCode).toBe(303);
+      expect(real.statusCode).toBe(303);
+      const spamId = new URL(String(spam.headers.location)).searchParams.get('id');
+      expect(spamId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(String(spam.headers.location).replace(spamId!, 'ID')).toBe(
+        String(real.headers.location).replace(
+          new URL(String(real.headers.location)).searchParams.get('id')!,
+          'ID',
+        ),
+      );
+      const paged = await createSource(t, account);
+      const realPage = await postForm(paged.url, 'entity=lead&fields%5Bemail%5D=p%40b.co', headers);
+      const spamPage = await postForm(paged.url, 'entity=lead&fields%5Bemail%5D=q%40b.co&_hp=1', headers);
+      expect(spamPage.statusCode).toBe(realPage.statusCode);
+      expect(spamPage.body).toBe(realPage.body);
+    });
+
+    it('answers a trap even when the rest of the body would be refused', async () => {
+      const source = await createSource(t, account);
+      const spam = await postForm(source.url, 'entity=lead&_hp=x');
+      expect(spam.statusCode).toBe(201);
+      expect((await intakeLog(t, account))[0]?.outcome).toBe('spam');
+    });
+
+    it('uses the source’s own trap field, or none', async () => {
+      const named = await createSource(t, account, { honeypot_field: 'website' });
+      const before = (await recordsOf(t, account)).length;
+      const spam = await postForm(named.url, 'entity=lead&fields%5Bemail%5D=w%40b.co&website=x');
+      expect(spam.statusCode).toBe(201);
+      const underscore = await postForm(named.url, 'entity=lead&fields%5Bemail%5D=u%40b.co&_hp=x');
+      expect(underscore.statusCode).toBe(201);
+      expect(underscore.json().warnings).toEqual([
+        expect.objectContaining({ key: '_hp', reason: 'unmapped' }),
+      ]);
+      const none = await createSource(t, account, { honeypot_field: null });
+      const taken = await postForm(none.url, 'entity=lead&fields%5Bemail%5D=n%40b.co&_hp=x');
+      expect(taken.json().warnings).toEqual([expect.objectContaining({ key: '_hp', reason: 'unmapped' })]);
+      expect((await recordsOf(t, account)).length).toBe(before + 2);
+    });
+  });
+
+  describe('errors', () => {
+    it('answers 429 with Retry-After past the per-address limit, per source and per address', async () => {
+      const source = await createSource(t, account, { rate_limit_per_minute: 3 });
+      const other = await createSource(t, account, { rate_limit_per_minute: 3 });
+      const send = (url: string, address: string, n: number) =>
+        postForm(url, `entity=lead&fields%5Bemail%5D=limit${n}%40b.co`, {}, address);
+      const statuses: number[] = [];
+      for (let n = 0; n < 4; n++) statuses.push((await send(source.url, '203.0.113.5', n)).statusCode);
+      expect(statuses).toEqual([201, 201, 201, 429]);
+      const refused = await send(source.url, '203.0.113.5', 9);
+      expect(refused.json()).toEqual({ error: 'rate_limited' });
+      expect(Number(refused.headers['retry-after'])).toBe(20);
+      expect(refused.headers['ratelimit-limit']).toBe('3');
+      // Another address, and another source for the same address, have their own allowance.
+      expect((await send(source.url, '203.0.113.6', 10)).statusCode).toBe(201);
+      expect((await send(other.url, '203.0.113.5', 11)).statusCode).toBe(201);
+      // The bucket refills: one post every 20 s.
+      clockMs += 20_000;
+      expect((await send(source.url, '203.0.113.5', 12)).statusCode).toBe(201);
+      expect((await send(source.url, '203.0.113.5', 13)).statusCode).toBe(429);
+    });
+
+    it('shows a browser past the limit a page with the wait, or its error_url', async () => {
+      const source = await createSource(t, account, { rate_limit_per_minute: 1 });
+      const headers = { accept: BROWSER_ACCEPT, 'accept-language': 'de' };
+      await postForm(source.url, 'entity=lead&fields%5Bemail%5D=b1%40b.co', headers, '198.51.100.7');
+      const page = await postForm(
+        source.url,
+        'entity=lead&fields%5Bemail%5D=b2%40b.co',
+        headers,
+        '198.51.100.7',
+      );
+      expect(page.statusCode).toBe(429);
+      expect(page.headers['retry-after']).toBe('60');
+      expect(page.body).toContain('in 60 Sekunden erneut');
+      await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/sources/${source.id}`,
+        key: account.apiKey,
+        body: { error_url: 'https://www.example.com/oops' },
+      });
+      const redirected = await postForm(
+        source.url,
+        'entity=lead&fields%5Bemail%5D=b3%40b.co',
+        headers,
+        '198.51.100.7',
+      );
+      expect(redirected.statusCode).toBe(303);
+      expect(redirected.headers.location).toBe('https://www.example.com/oops?error=rate_limited');
+    });
+  });
+
+  describe('security', () => {
+    it('counts trapped posts against the address’s limit, so a bot cannot post without end', async () => {
+      const source = await createSource(t, account, { rate_limit_per_minute: 2 });
+      const spam = () => postForm(source.url, 'entity=lead&_hp=x', {}, '192.0.2.44');
+      expect([(await spam()).statusCode, (await spam()).statusCode, (await spam()).statusCode]).toEqual([
+        201, 201, 429,
+      ]);
+    });
+
+    it('enforces one per-address limit across two nodes sharing Redis', async () => {
+      const keyPrefix = `leads-test:rate:${randomUUID()}:`;
+      const nodes: { app: FastifyInstance; limiter: RateLimiter; contract: ContractChecker }[] = [];
+      try {
+        for (let i = 0; i < 2; i++) {
+          const limiter = createRedisRateLimiter({ url: 'redis://127.0.0.1:6379', keyPrefix });
+          const app = await buildApp({
+            services: t.services,
+            adminTokenHash: hashSecret(ADMIN_TOKEN),
+            rateLimiter: limiter,
+            logger: false,
+            checkDatabase: async () => {
+              await sql`SELECT 1`.execute(t.db);
+            },
+          });
+          await app.ready();
+          nodes.push({ app, limiter, contract: new ContractChecker(app.swagger() as never) });
+        }
+        const source = await createSource(t, account, { rate_limit_per_minute: 3 });
+        const statuses: number[] = [];
+        for (let n = 0; n < 5; n++) {
+          const node = nodes[n % 2]!;
+          const answer = await node.app.inject({
+            method: 'POST',
+            url: source.url,
+            remoteAddress: '203.0.113.99',
+            headers: { 'content-type': FORM },
+            payload: `entity=lead&fields%5Bemail%5D=redis${n}%40b.co`,
+          });
+          node.contract.check('POST', source.url, answer);
+          statuses.push(answer.statusCode);
+        }
+        expect(statuses).toEqual([201, 201, 201, 429, 429]);
+      } finally {
+        for (const node of nodes) {
+          await node.app.close();
+          await node.limiter.close();
+        }
+        const redis = new Redis('redis://127.0.0.1:6379');
+        const keys = await redis.keys(`${keyPrefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      }
+    });
+  });
+});
