@@ -111,7 +111,14 @@ export function createServices({
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
   const recordsReads = createRecordsReadRepo(db);
-  const records = createRecordsService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
+  const records = createRecordsService({
+    db,
+    entities,
+    records: recordsRepo,
+    reads: recordsReads,
+    outbound,
+    auth,
+  });
   const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
   const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });

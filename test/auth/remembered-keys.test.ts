@@ -177,6 +177,47 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
       expect(await count('records', account)).toBe(1);
     });
 
+    it('refuses a key revoked by another node at once on a record read, also for a record it cannot see', async () => {
+      const account = await accountWithLeads(t);
+      const other = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      const created = await postRecord(key, lead('read@x.test'));
+      expect(created.statusCode).toBe(201);
+      const recordId = created.json().id as string;
+      const foreign = (await postRecord(other.apiKey, lead('foreign@x.test'))).json().id as string;
+      const read = (url: string) => t.request({ method: 'GET', url, key });
+      expect((await read(`/api/v1/records/${recordId}`)).statusCode).toBe(200);
+      // Another account's record is 404 to a live key, remembered or not.
+      expect((await read(`/api/v1/records/${foreign}`)).statusCode).toBe(404);
+      await revokeElsewhere(account, id);
+
+      const own = await read(`/api/v1/records/${recordId}`);
+      expect(own.statusCode).toBe(401);
+      expect(own.json()).toEqual({ error: 'unauthorized' });
+      // A revoked key learns nothing: no 404 for another account's record or a malformed id.
+      const { key: second, id: secondId } = await newKey(account);
+      expect((await postRecord(second, lead('second@x.test'))).statusCode).toBe(201);
+      await revokeElsewhere(account, secondId);
+      expect(
+        (await t.request({ method: 'GET', url: `/api/v1/records/${foreign}`, key: second })).statusCode,
+      ).toBe(401);
+      const { key: third, id: thirdId } = await newKey(account);
+      expect((await postRecord(third, lead('third@x.test'))).statusCode).toBe(201);
+      await revokeElsewhere(account, thirdId);
+      expect(
+        (await t.request({ method: 'GET', url: '/api/v1/records/not-an-id', key: third })).statusCode,
+      ).toBe(401);
+    });
+
+    it('refuses a record read to a remembered key without records:read', async () => {
+      const account = await accountWithLeads(t);
+      const { key } = await newKey(account, { permissions: ['records:write'] });
+      const created = await postRecord(key, lead('writer@x.test'));
+      expect(created.statusCode).toBe(201);
+      const read = await t.request({ method: 'GET', url: `/api/v1/records/${created.json().id}`, key });
+      expect(read.statusCode).toBe(403);
+    });
+
     it('does not take a remembered key on routes that do not check it themselves', async () => {
       const account = await accountWithLeads(t);
       const { id, key } = await newKey(account);

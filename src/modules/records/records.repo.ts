@@ -544,6 +544,18 @@ function selectFullRecords(tx: Executor, accountId: string) {
     .where('records.account_id', '=', accountId);
 }
 
+/** A row of `selectFullRecords`. */
+type FullRecordRow = Awaited<ReturnType<ReturnType<typeof selectFullRecords>['executeTakeFirstOrThrow']>>;
+
+/** A record's document as the one-statement read lists it (JSON: `size` is a number). */
+export interface DocumentJson {
+  id: string;
+  name: string;
+  mime: string;
+  size: number;
+  field: string | null;
+}
+
 /** Reading and changing records, for the records endpoints. */
 export function createRecordsReadRepo(db: Executor) {
   return {
@@ -553,6 +565,54 @@ export function createRecordsReadRepo(db: Executor) {
         .where('records.id', '=', id)
         .modifyEnd(PREPARED)
         .executeTakeFirst();
+    },
+
+    /**
+     * The record as `findFull` reads it, with its documents, and the check of an API key taken
+     * from memory (`uncheckedKeyId`, null when the key was looked up), in one statement: a read
+     * is one round trip. `keyLive` false: the key was revoked and nothing was read.
+     */
+    async findFullWithDocuments(
+      accountId: string,
+      id: string,
+      uncheckedKeyId: string | null,
+      tx: Executor = db,
+    ): Promise<{ keyLive: boolean; record: (FullRecordRow & { documents: DocumentJson[] }) | undefined }> {
+      const result = await sql<
+        { key_live: boolean } & { [K in keyof FullRecordRow]: FullRecordRow[K] | null } & {
+          documents: DocumentJson[] | null;
+        }
+      >`
+        WITH key_live AS (
+          SELECT ${uncheckedKeyId}::uuid IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys
+            WHERE account_id = ${accountId} AND id = ${uncheckedKeyId}::uuid AND revoked_at IS NULL
+          ) AS live
+        )
+        SELECT key_live.live AS key_live, r.id, r.entity_id, e.key AS entity_key, r.name, r.fields, r.source,
+          r.origin, r.external_id, r.stage_id, r.stage_entered_at, p.name AS pipeline_name, s.name AS stage_name,
+          r.created_at, r.updated_at,
+          CASE WHEN r.id IS NOT NULL THEN (
+            SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'mime', d.mime, 'size', d.size,
+              'field', d.field) ORDER BY d.created_at, d.id), '[]')
+            FROM documents d WHERE d.account_id = ${accountId} AND d.record_id = r.id
+          ) END AS documents
+        FROM key_live
+        LEFT JOIN (
+          records r
+          JOIN entities e ON e.account_id = r.account_id AND e.id = r.entity_id
+          LEFT JOIN pipelines p ON p.account_id = r.account_id AND p.id = r.pipeline_id
+          LEFT JOIN stages s ON s.account_id = r.account_id AND s.id = r.stage_id
+        ) ON key_live.live AND r.account_id = ${accountId} AND r.id = ${id}
+        ${PREPARED}`.execute(tx);
+      const row = result.rows[0]!;
+      if (!row.key_live) return { keyLive: false, record: undefined };
+      if (row.id === null) return { keyLive: true, record: undefined };
+      const { key_live: _live, documents, ...record } = row;
+      return {
+        keyLive: true,
+        record: { ...(record as FullRecordRow), documents: documents ?? [] },
+      };
     },
 
     /** Records changed at or after `updatedSince`, oldest change first, after the cursor position. */
