@@ -50,7 +50,10 @@ export interface ServiceDeps {
   currentPublicUrl: () => string;
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
-  /** Grouped statements of single-record creations written at once (intake service). */
+  /**
+   * Grouped statements of each kind run at once: single-record creations (intake service),
+   * record reads and notes (see lib/batcher.ts).
+   */
   concurrentCreates?: number;
   /** Settings of the outbound engine (webhooks and email); the instance secret is added here. */
   outbound?: Omit<OutboundOptions, 'secret'>;
@@ -118,6 +121,7 @@ export function createServices({
     reads: recordsReads,
     outbound,
     auth,
+    concurrentReads: concurrentCreates,
   });
   const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
   const webhooks = createWebhooksService({ db, outbound });

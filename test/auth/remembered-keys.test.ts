@@ -209,6 +209,35 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
       ).toBe(401);
     });
 
+    it('answers reads that arrive together each on its own: a revoked key refuses only its own', async () => {
+      const account = await accountWithLeads(t);
+      const live = await newKey(account);
+      const revoked = await newKey(account);
+      const ids: string[] = [];
+      for (const key of [live.key, revoked.key, live.key]) {
+        const created = await postRecord(key, lead(`${ids.length}@together.test`));
+        expect(created.statusCode).toBe(201);
+        ids.push(created.json().id);
+      }
+      await revokeElsewhere(account, revoked.id);
+      const missing = '00000000-0000-4000-8000-000000000000';
+      const answers = await Promise.all([
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[0]}`, key: live.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[1]}`, key: revoked.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${missing}`, key: live.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[2]}`, key: live.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[1]}`, key: account.apiKey }),
+      ]);
+      expect(answers.map((answer) => answer.statusCode)).toEqual([200, 401, 404, 200, 200]);
+      expect(answers.map((answer) => (answer.statusCode === 200 ? answer.json().id : null))).toEqual([
+        ids[0],
+        null,
+        null,
+        ids[2],
+        ids[1],
+      ]);
+    });
+
     it('refuses a record read to a remembered key without records:read', async () => {
       const account = await accountWithLeads(t);
       const { key } = await newKey(account, { permissions: ['records:write'] });

@@ -556,6 +556,8 @@ export interface DocumentJson {
   field: string | null;
 }
 
+export type FullRecordWithDocuments = FullRecordRow & { documents: DocumentJson[] };
+
 /** Reading and changing records, for the records endpoints. */
 export function createRecordsReadRepo(db: Executor) {
   return {
@@ -568,51 +570,52 @@ export function createRecordsReadRepo(db: Executor) {
     },
 
     /**
-     * The record as `findFull` reads it, with its documents, and the check of an API key taken
-     * from memory (`uncheckedKeyId`, null when the key was looked up), in one statement: a read
-     * is one round trip. `keyLive` false: the key was revoked and nothing was read.
+     * Records as `findFull` reads them, with their documents, each with the check of the API key
+     * taken from memory that asks for it (`uncheckedKeyId`, null when the key was looked up), in
+     * one statement: reads of one account that arrive together are one round trip. Answers one
+     * result per item, in order; `keyLive` false: the key was revoked and nothing was read.
      */
-    async findFullWithDocuments(
+    async findManyFullWithDocuments(
       accountId: string,
-      id: string,
-      uncheckedKeyId: string | null,
+      items: { id: string; uncheckedKeyId: string | null }[],
       tx: Executor = db,
-    ): Promise<{ keyLive: boolean; record: (FullRecordRow & { documents: DocumentJson[] }) | undefined }> {
+    ): Promise<{ keyLive: boolean; record: FullRecordWithDocuments | undefined }[]> {
+      const wanted = items.map((item, ord) => ({ ord, id: item.id, key_id: item.uncheckedKeyId }));
       const result = await sql<
-        { key_live: boolean } & { [K in keyof FullRecordRow]: FullRecordRow[K] | null } & {
+        { ord: number; key_live: boolean } & { [K in keyof FullRecordRow]: FullRecordRow[K] | null } & {
           documents: DocumentJson[] | null;
         }
       >`
-        WITH key_live AS (
-          SELECT ${uncheckedKeyId}::uuid IS NULL OR EXISTS (
-            SELECT 1 FROM api_keys
-            WHERE account_id = ${accountId} AND id = ${uncheckedKeyId}::uuid AND revoked_at IS NULL
-          ) AS live
+        WITH wanted AS (
+          SELECT w.ord, w.id, w.key_id IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys k WHERE k.account_id = ${accountId} AND k.id = w.key_id AND k.revoked_at IS NULL
+          ) AS key_live
+          FROM jsonb_to_recordset(${toJson(wanted)}::jsonb) AS w(ord int, id uuid, key_id uuid)
         )
-        SELECT key_live.live AS key_live, r.id, r.entity_id, e.key AS entity_key, r.name, r.fields, r.source,
-          r.origin, r.external_id, r.stage_id, r.stage_entered_at, p.name AS pipeline_name, s.name AS stage_name,
-          r.created_at, r.updated_at,
-          CASE WHEN r.id IS NOT NULL THEN (
-            SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'mime', d.mime, 'size', d.size,
+        SELECT wanted.ord, wanted.key_live, found.* FROM wanted
+        -- LIMIT keeps the subquery a probe of the primary key per item: joined freely, the
+        -- generic plan (made for any number of items) hashes whole tables.
+        LEFT JOIN LATERAL (
+          SELECT r.id, r.entity_id, e.key AS entity_key, r.name, r.fields, r.source, r.origin, r.external_id,
+            r.stage_id, r.stage_entered_at, p.name AS pipeline_name, s.name AS stage_name, r.created_at, r.updated_at,
+            (SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'mime', d.mime, 'size', d.size,
               'field', d.field) ORDER BY d.created_at, d.id), '[]')
-            FROM documents d WHERE d.account_id = ${accountId} AND d.record_id = r.id
-          ) END AS documents
-        FROM key_live
-        LEFT JOIN (
-          records r
+             FROM documents d WHERE d.account_id = r.account_id AND d.record_id = r.id) AS documents
+          FROM records r
           JOIN entities e ON e.account_id = r.account_id AND e.id = r.entity_id
           LEFT JOIN pipelines p ON p.account_id = r.account_id AND p.id = r.pipeline_id
           LEFT JOIN stages s ON s.account_id = r.account_id AND s.id = r.stage_id
-        ) ON key_live.live AND r.account_id = ${accountId} AND r.id = ${id}
+          WHERE wanted.key_live AND r.account_id = ${accountId} AND r.id = wanted.id
+          LIMIT 1
+        ) AS found ON true
+        ORDER BY wanted.ord
         ${PREPARED}`.execute(tx);
-      const row = result.rows[0]!;
-      if (!row.key_live) return { keyLive: false, record: undefined };
-      if (row.id === null) return { keyLive: true, record: undefined };
-      const { key_live: _live, documents, ...record } = row;
-      return {
-        keyLive: true,
-        record: { ...(record as FullRecordRow), documents: documents ?? [] },
-      };
+      return result.rows.map((row) => {
+        if (!row.key_live) return { keyLive: false, record: undefined };
+        if (row.id === null) return { keyLive: true, record: undefined };
+        const { ord: _ord, key_live: _live, documents, ...record } = row;
+        return { keyLive: true, record: { ...(record as FullRecordRow), documents: documents ?? [] } };
+      });
     },
 
     /** Records changed at or after `updatedSince`, oldest change first, after the cursor position. */

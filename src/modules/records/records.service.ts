@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Db } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { createBatcher } from '../../lib/batcher.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
@@ -106,9 +107,33 @@ export interface RecordsServiceDeps {
   outbound: Pick<OutboundService, 'emitEvent'>;
   /** Forgets a remembered API key that a read found revoked. */
   auth: Pick<AuthService, 'forgetApiKey'>;
+  /**
+   * Grouped read statements run at once (group commit, as intake's creations): the reads of
+   * one account that arrive in one turn of the event loop, or while all of these run, share the
+   * next statement. Default 3 (the service passes a third of its pool).
+   */
+  concurrentReads?: number;
 }
 
-export function createRecordsService({ db, entities, records, reads, outbound, auth }: RecordsServiceDeps) {
+/** At most this many reads share one statement. */
+const MAX_GROUPED_READS = 10;
+
+export function createRecordsService({
+  db,
+  entities,
+  records,
+  reads,
+  outbound,
+  auth,
+  concurrentReads = 3,
+}: RecordsServiceDeps) {
+  const groupedReads = createBatcher({
+    maxBatch: MAX_GROUPED_READS,
+    maxInFlight: concurrentReads,
+    run: (accountId: string, items: { id: string; uncheckedKeyId: string | null }[]) =>
+      reads.findManyFullWithDocuments(accountId, items),
+  });
+
   function present(record: FullRecord, documents: ListedDocument[]) {
     return {
       id: record.id,
@@ -138,14 +163,16 @@ export function createRecordsService({ db, entities, records, reads, outbound, a
   }
 
   return {
-    /** The record with its documents, in one statement that also checks a remembered key. */
+    /**
+     * The record with its documents, in one statement that also checks a remembered key; reads
+     * that arrive together share it (see `groupedReads`).
+     */
     async get(reader: RecordReader, id: string) {
       const key = reader.key;
-      const found = await reads.findFullWithDocuments(
-        reader.accountId,
+      const found = await groupedReads.submit(reader.accountId, {
         id,
-        key && !key.checked ? key.keyId : null,
-      );
+        uncheckedKeyId: key && !key.checked ? key.keyId : null,
+      });
       if (!found.keyLive) {
         auth.forgetApiKey(reader.accountId, key!.keyId);
         throw new AppError('unauthorized');
