@@ -123,7 +123,15 @@ export function createServices({
     auth,
     concurrentReads: concurrentCreates,
   });
-  const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
+  const notes = createNotesService({
+    db,
+    entities,
+    records: recordsRepo,
+    reads: recordsReads,
+    outbound,
+    auth,
+    concurrentNotes: concurrentCreates,
+  });
   const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });
   const crm = createCrmService({ db, entities, repo: createCrmRepo(), outbound });

@@ -460,6 +460,93 @@ export function createRecordsRepo(db: Executor) {
         .execute();
     },
 
+    /**
+     * Notes without an idempotency key, each for the one record it names (`recordId`) or whose
+     * email-role value is `emailLc` (of `entityId` when given), with their `note_added` events,
+     * in one statement: notes of one account that arrive together are one round trip. An item
+     * with `uncheckedKeyId` (an API key taken from memory) is acted on only while that key is
+     * unrevoked. Answers one result per item, in order: whether its key is live, the ids that
+     * matched (at most 20, oldest first) and, when exactly one did, the note's `created_at`.
+     */
+    async addNotesByMatch(
+      accountId: string,
+      items: {
+        noteId: string;
+        uncheckedKeyId: string | null;
+        recordId: string | null;
+        emailLc: string | null;
+        entityId: string | null;
+        kind: string;
+        body: string;
+        tag: string | null;
+        senderName: string | null;
+        event: { message: string; actor: string; data: Record<string, unknown> };
+      }[],
+      tx: Executor = db,
+    ): Promise<{ keyLive: boolean; matches: string[]; createdAt: Date | null }[]> {
+      const given = items.map((item, ord) => ({
+        ord,
+        id: item.noteId,
+        key_id: item.uncheckedKeyId,
+        record_id: item.recordId,
+        email_lc: item.emailLc,
+        entity_id: item.entityId,
+        kind: item.kind,
+        body: item.body,
+        tag: item.tag,
+        sender_name: item.senderName,
+        message: item.event.message,
+        actor: item.event.actor,
+        data: item.event.data,
+      }));
+      const result = await sql<{
+        ord: number;
+        key_live: boolean;
+        ids: string[] | null;
+        created_at: Date | null;
+      }>`
+        WITH given AS (
+          SELECT g.*, g.key_id IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys k WHERE k.account_id = ${accountId} AND k.id = g.key_id AND k.revoked_at IS NULL
+          ) AS key_live
+          FROM jsonb_to_recordset(${toJson(given)}::jsonb) AS g(ord int, id uuid, key_id uuid, record_id uuid,
+            email_lc text, entity_id uuid, kind text, body text, tag text, sender_name text, message text,
+            actor text, data jsonb)
+        ), matched AS (
+          SELECT given.ord, found.ids FROM given
+          LEFT JOIN LATERAL (
+            SELECT array_agg(m.id ORDER BY m.created_at, m.id) AS ids FROM (
+              SELECT r.id, r.created_at FROM records r
+              WHERE given.key_live AND given.record_id IS NOT NULL AND r.account_id = ${accountId}
+                AND r.id = given.record_id
+              UNION ALL (
+                SELECT r.id, r.created_at FROM records r
+                WHERE given.key_live AND given.record_id IS NULL AND r.account_id = ${accountId}
+                  AND r.email_lc = given.email_lc AND (given.entity_id IS NULL OR r.entity_id = given.entity_id)
+                ORDER BY r.created_at LIMIT 20
+              )
+            ) AS m
+          ) AS found ON true
+        ), note AS (
+          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
+          SELECT ${accountId}, given.id, matched.ids[1], given.kind, given.body, given.tag, given.sender_name
+          FROM given JOIN matched USING (ord) WHERE cardinality(matched.ids) = 1
+          RETURNING id, record_id, created_at
+        ), added AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', given.message, given.actor, given.data
+          FROM note JOIN given ON given.id = note.id
+        )
+        SELECT given.ord, given.key_live, matched.ids, note.created_at
+        FROM given JOIN matched USING (ord) LEFT JOIN note ON note.id = given.id
+        ORDER BY given.ord ${PREPARED}`.execute(tx);
+      return result.rows.map((row) => ({
+        keyLive: row.key_live,
+        matches: row.ids ?? [],
+        createdAt: row.created_at,
+      }));
+    },
+
     /** One note with its `note_added` event, in one statement (one round trip, no transaction). */
     async insertNoteWithEvent(
       accountId: string,
