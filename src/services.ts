@@ -113,25 +113,17 @@ export function createServices({
     outbound,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
-  const recordsReads = createRecordsReadRepo(db);
-  const records = createRecordsService({
+  /** What record reads and notes are made of: both group their statements (see lib/batcher.ts). */
+  const recordsDeps = {
     db,
     entities,
     records: recordsRepo,
-    reads: recordsReads,
+    reads: createRecordsReadRepo(db),
     outbound,
     auth,
-    concurrentReads: concurrentCreates,
-  });
-  const notes = createNotesService({
-    db,
-    entities,
-    records: recordsRepo,
-    reads: recordsReads,
-    outbound,
-    auth,
-    concurrentNotes: concurrentCreates,
-  });
+  };
+  const records = createRecordsService({ ...recordsDeps, concurrentReads: concurrentCreates });
+  const notes = createNotesService({ ...recordsDeps, concurrentNotes: concurrentCreates });
   const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });
   const crm = createCrmService({ db, entities, repo: createCrmRepo(), outbound });
@@ -143,7 +135,7 @@ export function createServices({
     crm,
     records,
     recordsRepo,
-    reads: recordsReads,
+    reads: recordsDeps.reads,
     notes,
     jobs,
   });
