@@ -4,12 +4,15 @@
  * the bench entity's 10 fields, and one INSERT writes the record as a jsonb payload into the same
  * kind of database with the same pool size (pg.Pool of DATABASE_POOL_SIZE, default 10, as the
  * service; PGlite in-process on the embedded run). `POST /records/bulk` writes up to 100 records
- * with one multi-row INSERT. Started as its own process, like the service:
+ * with one multi-row INSERT. `GET /records/:id` is the bare read: the API key
+ * (`BASELINE_API_KEY`, `Authorization: Bearer …`) hashed with SHA-256 as the service hashes it, and
+ * checked (unrevoked, with `records:read`) in the one `SELECT` that reads the row by its primary key.
+ * Started as its own process, like the service:
  *
- *   PORT=… HOST=127.0.0.1 DATABASE_URL=postgres://… node bench/baseline-server.ts
- *   PORT=… HOST=127.0.0.1 LEADS_DATA_DIR=/tmp/… node bench/baseline-server.ts
+ *   PORT=… HOST=127.0.0.1 DATABASE_URL=postgres://… BASELINE_API_KEY=… node bench/baseline-server.ts
+ *   PORT=… HOST=127.0.0.1 LEADS_DATA_DIR=/tmp/… BASELINE_API_KEY=… node bench/baseline-server.ts
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -43,6 +46,12 @@ await query(
      created_at timestamptz(3) NOT NULL DEFAULT now(), PRIMARY KEY (account_id, id))`,
   [],
 );
+await query(
+  `CREATE TABLE IF NOT EXISTS bench_baseline_keys (
+     key_hash bytea PRIMARY KEY, account_id uuid NOT NULL, permissions text[] NOT NULL,
+     revoked_at timestamptz(3))`,
+  [],
+);
 
 const Text = Type.String({ maxLength: 10_000 });
 /** The bench entity's fields, typed; other keys pass (the service sets them aside as warnings). */
@@ -73,6 +82,15 @@ const RecordBody = Type.Object(
 );
 
 const account = randomUUID();
+const apiKey = process.env.BASELINE_API_KEY;
+const hashOf = (secret: string) => createHash('sha256').update(secret, 'utf8').digest();
+if (apiKey) {
+  await query('INSERT INTO bench_baseline_keys (key_hash, account_id, permissions) VALUES ($1, $2, $3)', [
+    hashOf(apiKey),
+    account,
+    ['records:read'],
+  ]);
+}
 const app = Fastify({
   logger: { level: 'warn' },
   bodyLimit: 16 * 1024 * 1024,
@@ -113,6 +131,29 @@ app.post(
       rejected: 0,
       results: ids.map((id) => ({ id, entity: 'lead', created: true, updated: false, warnings: [] })),
     };
+  },
+);
+
+app.get(
+  '/records/:id',
+  { schema: { params: Type.Object({ id: Type.String({ format: 'uuid' }) }) } },
+  async (request, reply) => {
+    const header = request.headers.authorization;
+    const bearer = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : undefined;
+    if (!bearer) return reply.code(401).send({ error: 'unauthorized' });
+    // The key and the row in one statement: no row is an unknown or revoked key, a row without
+    // an id a record that is not the key's account's.
+    const result = (await query(
+      `SELECT r.id, r.entity, r.payload, r.created_at
+       FROM bench_baseline_keys k
+       LEFT JOIN bench_baseline r ON r.account_id = k.account_id AND r.id = $2
+       WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND 'records:read' = ANY (k.permissions)`,
+      [hashOf(bearer), request.params.id],
+    )) as { rows: { id: string | null; entity: string; payload: unknown; created_at: Date }[] };
+    const row = result.rows[0];
+    if (!row) return reply.code(401).send({ error: 'unauthorized' });
+    if (!row.id) return reply.code(404).send({ error: 'not_found' });
+    return { id: row.id, entity: row.entity, fields: row.payload, created_at: row.created_at.toISOString() };
   },
 );
 

@@ -147,6 +147,8 @@ const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString('hex')}`;
 /** The service's instance secret, known here so that the distribution setup seals its webhook secrets. */
 const INSTANCE_SECRET = randomBytes(32).toString('base64url');
+/** The key the baseline's reads present (it keeps only its SHA-256, as the service does). */
+const BASELINE_API_KEY = `bench_${randomBytes(24).toString('hex')}`;
 const SETUP_RECORDS = 500;
 
 const pct = (ratio: number) => `${Math.round(ratio * 100)}%`;
@@ -413,8 +415,8 @@ interface DistributionResult {
 
 interface DatabaseRun {
   database: 'postgres' | 'pglite';
-  /** Null when only intake.webhook ran. */
-  baseline: { single: Measured; bulk: Measured } | null;
+  /** Null when only intake.webhook ran; `read` only when records.get ran. */
+  baseline: { single: Measured; bulk: Measured; read: Measured | null } | null;
   service: Measured[];
   /**
    * The table's pair first, then the extra rounds (BENCH_LATENCY_ROUNDS): one 10 s run's p99
@@ -791,7 +793,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     // On PostgreSQL only the documents directory lives here; the bench sends no documents.
     LEADS_DATA_DIR: serviceDir,
   };
-  const baselineEnv: Record<string, string> = {};
+  const baselineEnv: Record<string, string> = { BASELINE_API_KEY };
   let databasePids: (() => Promise<number[]>) | undefined;
   let checkpoint: (() => Promise<void>) | undefined;
   if (kind === 'postgres') {
@@ -891,12 +893,25 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       bulkConnections: BULK_CONNECTIONS,
       onMoved: (recordId, enteredAt, answeredAt) => moved.set(moveKey(recordId, enteredAt), answeredAt),
     });
+    /** Rows of the baseline's own table, for its reads (made only when records.get runs). */
+    const baselineIds: string[] = [];
+    if (baseline && SCENARIOS.includes('records.get')) {
+      for (let made = 0; made < SETUP_RECORDS; made += 100) {
+        const answer = await api(baseline.url, '', 'POST', '/records/bulk', {
+          records: Array.from({ length: 100 }, () => ({ entity: 'lead', fields: bodies.fields(false) })),
+        });
+        baselineIds.push(...answer.results.map((result: { id: string }) => result.id));
+      }
+    }
     let baselineRun: DatabaseRun['baseline'] = null;
     const results: Measured[] = [];
     const latencyPairs: LatencyPair[] = [];
     let growth: GrowthRun | null = null;
     if (baseline) {
-      const base = baselineScenarios(bodies, BULK_CONNECTIONS);
+      const base = baselineScenarios(bodies, BULK_CONNECTIONS, {
+        apiKey: BASELINE_API_KEY,
+        ids: baselineIds,
+      });
       // The growth runs start right after the seed's checkpoint (seed.ts); the empty runs start
       // right after one too, so that both begin at the same point of PostgreSQL's checkpoint cycle.
       await checkpoint?.();
@@ -919,10 +934,14 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         }
       }
       const baseBulk = await run(baseline, base.bulk);
+      let baseRead: Measured | null = null;
       for (const name of ['intake.bulk100', 'records.get', 'notes.by_email'] as const) {
-        if (SCENARIOS.includes(name)) results.push(await run(service, scenarios[name]));
+        if (!SCENARIOS.includes(name)) continue;
+        // The bare read right before the service's, so that both see the same machine load.
+        if (name === 'records.get') baseRead = await run(baseline, base.read);
+        results.push(await run(service, scenarios[name]));
       }
-      baselineRun = { single: baseSingle, bulk: baseBulk };
+      baselineRun = { single: baseSingle, bulk: baseBulk, read: baseRead };
     }
     servicePeak = memoryOf(service.pid).hwm;
 
@@ -1096,6 +1115,29 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
       verdict: met(p99 <= 1.5),
     });
   }
+  /** A scenario's req/s at least `share` of its baseline's, and its p99 at most 1.5× the baseline's. */
+  const rateAndTail = (label: string, measured: Measured, baseline: Measured, baselineName: string) => {
+    const rate = measured.requestsPerSecond / baseline.requestsPerSecond;
+    const p99 = measured.p99 / baseline.p99;
+    targets.push(
+      {
+        database,
+        target: `${label} ≥ 70% of ${baselineName} req/s`,
+        value: pct1(rate),
+        verdict: met(rate >= 0.7),
+      },
+      {
+        database,
+        target: `${label} p99 ≤ 1.5× ${baselineName}`,
+        value: `${times(p99)} (${measured.p99} vs ${baseline.p99} ms)`,
+        verdict: met(p99 <= 1.5),
+      },
+    );
+  };
+  const read = run.service.find((m) => m.scenario === 'records.get');
+  if (read && base?.read) rateAndTail('record reads', read, base.read, "the bare read baseline's");
+  const notes = run.service.find((m) => m.scenario === 'notes.by_email');
+  if (notes && base) rateAndTail('notes by email', notes, base.single, "the insert baseline's");
   if (bulk && base) {
     const rows = bulk.rowsPerSecond / base.bulk.rowsPerSecond;
     targets.push({
@@ -1287,7 +1329,10 @@ function report(
     const verdicts = (match: (t: TargetResult) => boolean) =>
       targets
         .filter(match)
-        .map((t) => `${t.target.replace(/^single-record intake |^bulk /, '')}: **${t.verdict}** (${t.value})`)
+        .map(
+          (t) =>
+            `${t.target.replace(/^single-record intake |^bulk |^record reads |^notes by email /, '')}: **${t.verdict}** (${t.value})`,
+        )
         .join('; ');
     const row = (m: Measured, compared: string, targetText: string) =>
       lines.push(
@@ -1297,6 +1342,7 @@ function report(
     if (base) {
       row(base.single, '', '');
       row(base.bulk, '', '');
+      if (base.read) row(base.read, '', '');
     }
     for (const m of run.service) {
       if (!base) break;
@@ -1308,6 +1354,12 @@ function report(
       } else if (m.scenario === 'intake.single') {
         compared += `, p99 ${times(m.p99 / base.single.p99)}, CPU/row ${cpuRatio(m, base.single)}× the baseline's`;
         targetText = verdicts((t) => t.target.startsWith('single-record'));
+      } else if (m.scenario === 'records.get' && base.read) {
+        compared = `${pct(m.requestsPerSecond / base.read.requestsPerSecond)} of baseline.read req/s, p99 ${times(m.p99 / base.read.p99)}, CPU/row ${cpuRatio(m, base.read)}× the baseline's`;
+        targetText = verdicts((t) => t.target.startsWith('record reads'));
+      } else if (m.scenario === 'notes.by_email') {
+        compared += `, p99 ${times(m.p99 / base.single.p99)}, CPU/row ${cpuRatio(m, base.single)}× the baseline's`;
+        targetText = verdicts((t) => t.target.startsWith('notes by email'));
       }
       row(m, compared, targetText);
     }
@@ -1382,7 +1434,7 @@ const loadBefore = os.loadavg();
 const perScenario = DURATION + WARMUP + 45;
 const budgetSeconds =
   DATABASES.length *
-  (12 * perScenario +
+  (13 * perScenario +
     2 * (LATENCY_ROUNDS - 1) * perScenario +
     300 +
     (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0) +

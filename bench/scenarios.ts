@@ -319,11 +319,31 @@ function createdRecord(body: any): string | undefined {
   return undefined;
 }
 
+/** The baseline's rows to read and the key its reads present (bench/baseline-server.ts). */
+export interface BaselineReads {
+  apiKey: string;
+  ids: string[];
+}
+
 export function baselineScenarios(
   bodies: Bodies,
   bulkConnections: number,
-): { single: Scenario; bulk: Scenario } {
+  reads: BaselineReads = { apiKey: '', ids: [] },
+): { single: Scenario; bulk: Scenario; read: Scenario } {
+  let readCursor = 0;
   return {
+    read: {
+      name: 'baseline.read',
+      request: {
+        method: 'GET',
+        path: '/records',
+        headers: { authorization: `Bearer ${reads.apiKey}` },
+        next: () => ({ path: `/records/${reads.ids[readCursor++ % reads.ids.length]}` }),
+      },
+      rows: 'one',
+      expect: [200],
+      check: (body) => (typeof body?.fields?.email === 'string' ? undefined : 'no record'),
+    },
     single: {
       name: 'baseline.single',
       request: {

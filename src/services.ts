@@ -55,7 +55,10 @@ export interface ServiceDeps {
   currentPublicUrl: () => string;
   storage: DocumentStorage;
   fetchDocument: FetchDocument;
-  /** Grouped statements of single-record creations written at once (intake service). */
+  /**
+   * Grouped statements of each kind run at once: single-record creations (intake service),
+   * record reads and notes (see lib/batcher.ts).
+   */
   concurrentCreates?: number;
   /** Settings of the outbound engine (webhooks and email); the instance secret is added here. */
   outbound?: Omit<OutboundOptions, 'secret'>;
@@ -153,9 +156,17 @@ export function createServices({
     distribution,
   });
   const intakeApi = createIntakeApi({ intake, idempotency });
-  const recordsReads = createRecordsReadRepo(db);
-  const records = createRecordsService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
-  const notes = createNotesService({ db, entities, records: recordsRepo, reads: recordsReads, outbound });
+  /** What record reads and notes are made of: both group their statements (see lib/batcher.ts). */
+  const recordsDeps = {
+    db,
+    entities,
+    records: recordsRepo,
+    reads: createRecordsReadRepo(db),
+    outbound,
+    auth,
+  };
+  const records = createRecordsService({ ...recordsDeps, concurrentReads: concurrentCreates });
+  const notes = createNotesService({ ...recordsDeps, concurrentNotes: concurrentCreates });
   const webhooks = createWebhooksService({ db, outbound });
   const recordsApi = createRecordsApi({ records, documents, notes });
   const crm = createCrmService({ db, entities, repo: createCrmRepo(), outbound });
@@ -167,7 +178,7 @@ export function createServices({
     crm,
     records,
     recordsRepo,
-    reads: recordsReads,
+    reads: recordsDeps.reads,
     notes,
     distribution,
     jobs,

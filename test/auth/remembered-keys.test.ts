@@ -177,6 +177,144 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
       expect(await count('records', account)).toBe(1);
     });
 
+    it('refuses a key revoked by another node at once on a record read, also for a record it cannot see', async () => {
+      const account = await accountWithLeads(t);
+      const other = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      const created = await postRecord(key, lead('read@x.test'));
+      expect(created.statusCode).toBe(201);
+      const recordId = created.json().id as string;
+      const foreign = (await postRecord(other.apiKey, lead('foreign@x.test'))).json().id as string;
+      const read = (url: string) => t.request({ method: 'GET', url, key });
+      expect((await read(`/api/v1/records/${recordId}`)).statusCode).toBe(200);
+      // Another account's record is 404 to a live key, remembered or not.
+      expect((await read(`/api/v1/records/${foreign}`)).statusCode).toBe(404);
+      await revokeElsewhere(account, id);
+
+      const own = await read(`/api/v1/records/${recordId}`);
+      expect(own.statusCode).toBe(401);
+      expect(own.json()).toEqual({ error: 'unauthorized' });
+      // A revoked key learns nothing: no 404 for another account's record or a malformed id.
+      const { key: second, id: secondId } = await newKey(account);
+      expect((await postRecord(second, lead('second@x.test'))).statusCode).toBe(201);
+      await revokeElsewhere(account, secondId);
+      expect(
+        (await t.request({ method: 'GET', url: `/api/v1/records/${foreign}`, key: second })).statusCode,
+      ).toBe(401);
+      const { key: third, id: thirdId } = await newKey(account);
+      expect((await postRecord(third, lead('third@x.test'))).statusCode).toBe(201);
+      await revokeElsewhere(account, thirdId);
+      expect(
+        (await t.request({ method: 'GET', url: '/api/v1/records/not-an-id', key: third })).statusCode,
+      ).toBe(401);
+    });
+
+    it('answers reads that arrive together each on its own: a revoked key refuses only its own', async () => {
+      const account = await accountWithLeads(t);
+      const live = await newKey(account);
+      const revoked = await newKey(account);
+      const ids: string[] = [];
+      for (const key of [live.key, revoked.key, live.key]) {
+        const created = await postRecord(key, lead(`${ids.length}@together.test`));
+        expect(created.statusCode).toBe(201);
+        ids.push(created.json().id);
+      }
+      await revokeElsewhere(account, revoked.id);
+      const missing = '00000000-0000-4000-8000-000000000000';
+      const answers = await Promise.all([
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[0]}`, key: live.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[1]}`, key: revoked.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${missing}`, key: live.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[2]}`, key: live.key }),
+        t.request({ method: 'GET', url: `/api/v1/records/${ids[1]}`, key: account.apiKey }),
+      ]);
+      expect(answers.map((answer) => answer.statusCode)).toEqual([200, 401, 404, 200, 200]);
+      expect(answers.map((answer) => (answer.statusCode === 200 ? answer.json().id : null))).toEqual([
+        ids[0],
+        null,
+        null,
+        ids[2],
+        ids[1],
+      ]);
+    });
+
+    it('refuses a key revoked by another node at once on a note, writing nothing and telling nothing', async () => {
+      const account = await accountWithLeads(t);
+      const { id, key } = await newKey(account);
+      const created = await postRecord(key, lead('noted@x.test'));
+      const recordId = created.json().id as string;
+      await postRecord(account.apiKey, lead('twice@x.test'));
+      await postRecord(account.apiKey, lead('TWICE@x.test'));
+      const note = (body: object) => t.request({ method: 'POST', url: '/api/v1/notes', key, body });
+      expect((await note({ email: 'noted@x.test', body: 'remembered' })).statusCode).toBe(201);
+      await revokeElsewhere(account, id);
+      const notes = async () =>
+        (
+          await sql<{
+            n: number;
+          }>`SELECT count(*)::int AS n FROM notes WHERE account_id = ${account.id}`.execute(t.db)
+        ).rows[0]!.n;
+      const before = await notes();
+      // By email, by id, a missing match (404 to a live key), several matches (409), an unknown entity.
+      const answers = [
+        await note({ email: 'noted@x.test', body: 'revoked' }),
+        await note({ record: recordId, body: 'revoked' }),
+        await note({ email: 'nobody@x.test', body: 'revoked' }),
+        await note({ email: 'twice@x.test', body: 'revoked' }),
+        await note({ email: 'noted@x.test', entity: 'nothing', body: 'revoked' }),
+      ];
+      expect(answers.map((answer) => answer.statusCode)).toEqual([401, 401, 401, 401, 401]);
+      expect(await notes()).toBe(before);
+    });
+
+    it('answers notes that arrive together each on its own: a revoked key refuses only its own', async () => {
+      const account = await accountWithLeads(t);
+      const live = await newKey(account);
+      const revoked = await newKey(account);
+      const ids: string[] = [];
+      for (const email of ['a@together.test', 'b@together.test', 'dup@together.test', 'DUP@together.test']) {
+        ids.push((await postRecord(live.key, lead(email))).json().id);
+      }
+      expect((await postRecord(revoked.key, lead('c@together.test'))).statusCode).toBe(201);
+      await revokeElsewhere(account, revoked.id);
+      const note = (key: string, body: object) =>
+        t.request({ method: 'POST', url: '/api/v1/notes', key, body });
+      const answers = await Promise.all([
+        note(live.key, { email: 'A@together.test', body: 'first' }),
+        note(revoked.key, { email: 'b@together.test', body: 'refused' }),
+        note(live.key, { email: 'nobody@together.test', body: 'no match' }),
+        note(live.key, { email: 'dup@together.test', body: 'two matches' }),
+        note(live.key, { record: ids[1], body: 'by id', kind: 'call' }),
+        note(account.apiKey, { email: 'b@together.test', entity: 'lead', body: 'scoped' }),
+      ]);
+      expect(answers.map((answer) => answer.statusCode)).toEqual([201, 401, 404, 409, 201, 201]);
+      expect(answers[0]!.json()).toMatchObject({ record_id: ids[0], kind: 'general' });
+      expect(answers[3]!.json()).toMatchObject({ error: 'ambiguous_match', ids: [ids[2], ids[3]] });
+      expect(answers[4]!.json()).toMatchObject({ record_id: ids[1], kind: 'call' });
+      expect(answers[5]!.json()).toMatchObject({ record_id: ids[1] });
+      const stored = await sql<{ record_id: string; body: string }>`
+        SELECT record_id, body FROM notes WHERE account_id = ${account.id} ORDER BY body`.execute(t.db);
+      expect(stored.rows).toEqual([
+        { record_id: ids[1], body: 'by id' },
+        { record_id: ids[0], body: 'first' },
+        { record_id: ids[1], body: 'scoped' },
+      ]);
+      const events = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM record_events WHERE account_id = ${account.id} AND type = 'note_added'`.execute(
+        t.db,
+      );
+      expect(events.rows[0]!.n).toBe(3);
+    });
+
+    it('refuses a record read to a remembered key without records:read', async () => {
+      const account = await accountWithLeads(t);
+      const { key } = await newKey(account, { permissions: ['records:write'] });
+      const created = await postRecord(key, lead('writer@x.test'));
+      expect(created.statusCode).toBe(201);
+      const read = await t.request({ method: 'GET', url: `/api/v1/records/${created.json().id}`, key });
+      expect(read.statusCode).toBe(403);
+    });
+
     it('does not take a remembered key on routes that do not check it themselves', async () => {
       const account = await accountWithLeads(t);
       const { id, key } = await newKey(account);

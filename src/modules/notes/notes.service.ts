@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { createBatcher } from '../../lib/batcher.ts';
 import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
+import type { AuthService } from '../auth/auth.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { checkIdempotencyKey } from '../idempotency/idempotency.service.ts';
 import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
@@ -28,6 +31,44 @@ export interface NoteSender {
   requestId: string;
   /** The history's actor when not the API (`automation:<name>` for an automation's note). */
   actor?: string;
+  /**
+   * The API key the note comes with. `checked` false: it was taken from memory and must be
+   * checked before anything is written or answered (the grouped statement checks it itself).
+   */
+  key?: { keyId: string; checked: boolean } | null;
+}
+
+/** At most this many notes share one statement. */
+const MAX_GROUPED_NOTES = 10;
+
+type MatchedNote = Parameters<RecordsRepo['addNotesByMatch']>[1][number];
+
+function recordOrEmailRequired() {
+  return new AppError('validation_failed', {
+    details: [{ key: 'record', reason: 'required', message: 'give either record or email' }],
+  });
+}
+
+/** No match is 404, several are 409 with their ids (at most 20). */
+function checkMatches(ids: string[]) {
+  if (ids.length === 0) throw new AppError('record_not_found', { message: 'No record matches' });
+  if (ids.length > 1) {
+    throw new AppError('ambiguous_match', { message: 'Several records match', extra: { ids } });
+  }
+}
+
+/** The `note_added` history entry of a note. */
+function noteEvent(sender: NoteSender, input: NoteInput, kind: string) {
+  return {
+    message: truncate(input.body, 500),
+    actor: sender.actor ?? 'api',
+    data: {
+      sender: sender.actor ? 'automation' : 'api',
+      sender_name: sender.keyName,
+      kind,
+      request_id: sender.requestId,
+    },
+  };
 }
 
 function presentNote(note: { id: string; record_id: string; kind: string; created_at: Date }) {
@@ -46,6 +87,8 @@ export function createNotesService({
   records,
   reads,
   outbound,
+  auth,
+  concurrentNotes = 3,
 }: {
   db: Db;
   entities: EntitiesService;
@@ -53,7 +96,74 @@ export function createNotesService({
   reads: RecordsReadRepo;
   /** Account webhooks: `note.added` is written with the note. */
   outbound: Pick<OutboundService, 'subscribers' | 'emitEvent'>;
+  /** Checks API keys taken from memory, and forgets revoked ones. */
+  auth: Pick<AuthService, 'checkApiKey' | 'forgetApiKey'>;
+  /**
+   * Grouped note statements run at once (group commit, as intake's creations): the notes of one
+   * account that arrive in one turn of the event loop, or while all of these run, share the next
+   * statement. Default 3 (the service passes a third of its pool).
+   */
+  concurrentNotes?: number;
 }) {
+  const groupedNotes = createBatcher({
+    maxBatch: MAX_GROUPED_NOTES,
+    maxInFlight: concurrentNotes,
+    run: (accountId: string, items: MatchedNote[]) => records.addNotesByMatch(accountId, items),
+  });
+
+  /** Refuses a remembered API key that was revoked since; a live one counts as checked. */
+  async function checkKey(sender: NoteSender) {
+    const key = sender.key;
+    if (!key || key.checked) return;
+    if (!(await auth.checkApiKey(sender.accountId, key.keyId))) throw new AppError('unauthorized');
+    key.checked = true;
+  }
+
+  /**
+   * A note without an idempotency key for an account without `note.added` subscribers: found,
+   * checked and written in one statement shared with the notes that arrive with it.
+   */
+  async function addByMatch(sender: NoteSender, input: NoteInput) {
+    if (!input.record && !input.email) throw recordOrEmailRequired();
+    let entityId: string | null = null;
+    if (!input.record && input.entity) {
+      const entity = await entities.find(sender.accountId, input.entity);
+      if (!entity) throw new AppError('unknown_entity', { message: `No entity ${input.entity}` });
+      entityId = entity.id;
+    }
+    const key = sender.key ?? null;
+    const kind = input.kind ?? 'general';
+    const item: MatchedNote = {
+      noteId: randomUUID(),
+      uncheckedKeyId: key && !key.checked ? key.keyId : null,
+      recordId: input.record ?? null,
+      emailLc: input.record ? null : input.email!.trim().toLowerCase(),
+      entityId,
+      kind,
+      body: input.body,
+      tag: input.tag ?? null,
+      senderName: sender.keyName,
+      event: noteEvent(sender, input, kind),
+    };
+    const result = await groupedNotes
+      .submit(sender.accountId, item)
+      // A statement that failed as a whole (a record deleted meanwhile fails its foreign key) is
+      // run again for this note alone, so that each note gets its own answer.
+      .catch(async () => (await records.addNotesByMatch(sender.accountId, [item]))[0]!);
+    if (!result.keyLive) {
+      auth.forgetApiKey(sender.accountId, key!.keyId);
+      throw new AppError('unauthorized');
+    }
+    if (key) key.checked = true;
+    checkMatches(result.matches);
+    return presentNote({
+      id: item.noteId,
+      record_id: result.matches[0]!,
+      kind,
+      created_at: result.createdAt!,
+    });
+  }
+
   /** The one record a note is for: by id, or by email (case-insensitive) on the email-role field. */
   async function findRecord(accountId: string, input: NoteInput): Promise<string> {
     if (input.record) {
@@ -61,11 +171,7 @@ export function createNotesService({
       if (!record) throw new AppError('record_not_found', { message: 'No record matches' });
       return record.id;
     }
-    if (!input.email) {
-      throw new AppError('validation_failed', {
-        details: [{ key: 'record', reason: 'required', message: 'give either record or email' }],
-      });
-    }
+    if (!input.email) throw recordOrEmailRequired();
     let entityId: string | undefined;
     if (input.entity) {
       const entity = await entities.find(accountId, input.entity);
@@ -78,13 +184,7 @@ export function createNotesService({
       entityId,
       MAX_LISTED_MATCHES,
     );
-    if (matches.length === 0) throw new AppError('record_not_found', { message: 'No record matches' });
-    if (matches.length > 1) {
-      throw new AppError('ambiguous_match', {
-        message: 'Several records match',
-        extra: { ids: matches.map((m) => m.id) },
-      });
-    }
+    checkMatches(matches.map((m) => m.id));
     return matches[0]!.id;
   }
 
@@ -96,6 +196,11 @@ export function createNotesService({
     ): Promise<{ note: ReturnType<typeof presentNote>; replayed: boolean }> {
       // The empty key means no key (decisions §4); stored, a second one would meet the unique index.
       if (input.idempotencyKey === '') input = { ...input, idempotencyKey: undefined };
+      const subscribed = (await outbound.subscribers(sender.accountId, 'note.added')).length > 0;
+      if (!input.idempotencyKey && !subscribed)
+        return { note: await addByMatch(sender, input), replayed: false };
+      // A stored note is not handed to a revoked key.
+      await checkKey(sender);
       if (input.idempotencyKey) {
         checkIdempotencyKey(input.idempotencyKey);
         const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);
@@ -115,37 +220,27 @@ export function createNotesService({
               senderName: sender.keyName,
               idempotencyKey: input.idempotencyKey ?? null,
             },
-            {
-              message: truncate(input.body, 500),
-              actor: sender.actor,
-              data: {
-                sender: sender.actor ? 'automation' : 'api',
-                sender_name: sender.keyName,
-                kind,
-                request_id: sender.requestId,
-              },
-            },
+            noteEvent(sender, input, kind),
             tx,
           );
         // Without a subscriber the note stays one statement; with one, its message joins it in a transaction.
-        const note =
-          (await outbound.subscribers(sender.accountId, 'note.added')).length === 0
-            ? await insert()
-            : await db.transaction().execute(async (tx) => {
-                const added = await insert(tx);
-                await outbound.emitEvent(tx, sender.accountId, 'note.added', {
-                  record_id: recordId,
-                  note: {
-                    id: added.id,
-                    kind,
-                    body: input.body,
-                    tag: input.tag ?? null,
-                    sender_name: sender.keyName,
-                    created_at: iso(added.created_at),
-                  },
-                });
-                return added;
+        const note = !subscribed
+          ? await insert()
+          : await db.transaction().execute(async (tx) => {
+              const added = await insert(tx);
+              await outbound.emitEvent(tx, sender.accountId, 'note.added', {
+                record_id: recordId,
+                note: {
+                  id: added.id,
+                  kind,
+                  body: input.body,
+                  tag: input.tag ?? null,
+                  sender_name: sender.keyName,
+                  created_at: iso(added.created_at),
+                },
               });
+              return added;
+            });
         return { note: presentNote(note), replayed: false };
       } catch (error) {
         // Two requests with one key at once: the unique index let one in; answer with its note.

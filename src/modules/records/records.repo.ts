@@ -460,6 +460,93 @@ export function createRecordsRepo(db: Executor) {
         .execute();
     },
 
+    /**
+     * Notes without an idempotency key, each for the one record it names (`recordId`) or whose
+     * email-role value is `emailLc` (of `entityId` when given), with their `note_added` events,
+     * in one statement: notes of one account that arrive together are one round trip. An item
+     * with `uncheckedKeyId` (an API key taken from memory) is acted on only while that key is
+     * unrevoked. Answers one result per item, in order: whether its key is live, the ids that
+     * matched (at most 20, oldest first) and, when exactly one did, the note's `created_at`.
+     */
+    async addNotesByMatch(
+      accountId: string,
+      items: {
+        noteId: string;
+        uncheckedKeyId: string | null;
+        recordId: string | null;
+        emailLc: string | null;
+        entityId: string | null;
+        kind: string;
+        body: string;
+        tag: string | null;
+        senderName: string | null;
+        event: { message: string; actor: string; data: Record<string, unknown> };
+      }[],
+      tx: Executor = db,
+    ): Promise<{ keyLive: boolean; matches: string[]; createdAt: Date | null }[]> {
+      const given = items.map((item, ord) => ({
+        ord,
+        id: item.noteId,
+        key_id: item.uncheckedKeyId,
+        record_id: item.recordId,
+        email_lc: item.emailLc,
+        entity_id: item.entityId,
+        kind: item.kind,
+        body: item.body,
+        tag: item.tag,
+        sender_name: item.senderName,
+        message: item.event.message,
+        actor: item.event.actor,
+        data: item.event.data,
+      }));
+      const result = await sql<{
+        ord: number;
+        key_live: boolean;
+        ids: string[] | null;
+        created_at: Date | null;
+      }>`
+        WITH given AS (
+          SELECT g.*, g.key_id IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys k WHERE k.account_id = ${accountId} AND k.id = g.key_id AND k.revoked_at IS NULL
+          ) AS key_live
+          FROM jsonb_to_recordset(${toJson(given)}::jsonb) AS g(ord int, id uuid, key_id uuid, record_id uuid,
+            email_lc text, entity_id uuid, kind text, body text, tag text, sender_name text, message text,
+            actor text, data jsonb)
+        ), matched AS (
+          SELECT given.ord, found.ids FROM given
+          LEFT JOIN LATERAL (
+            SELECT array_agg(m.id ORDER BY m.created_at, m.id) AS ids FROM (
+              SELECT r.id, r.created_at FROM records r
+              WHERE given.key_live AND given.record_id IS NOT NULL AND r.account_id = ${accountId}
+                AND r.id = given.record_id
+              UNION ALL (
+                SELECT r.id, r.created_at FROM records r
+                WHERE given.key_live AND given.record_id IS NULL AND r.account_id = ${accountId}
+                  AND r.email_lc = given.email_lc AND (given.entity_id IS NULL OR r.entity_id = given.entity_id)
+                ORDER BY r.created_at LIMIT 20
+              )
+            ) AS m
+          ) AS found ON true
+        ), note AS (
+          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
+          SELECT ${accountId}, given.id, matched.ids[1], given.kind, given.body, given.tag, given.sender_name
+          FROM given JOIN matched USING (ord) WHERE cardinality(matched.ids) = 1
+          RETURNING id, record_id, created_at
+        ), added AS (
+          INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
+          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', given.message, given.actor, given.data
+          FROM note JOIN given ON given.id = note.id
+        )
+        SELECT given.ord, given.key_live, matched.ids, note.created_at
+        FROM given JOIN matched USING (ord) LEFT JOIN note ON note.id = given.id
+        ORDER BY given.ord ${PREPARED}`.execute(tx);
+      return result.rows.map((row) => ({
+        keyLive: row.key_live,
+        matches: row.ids ?? [],
+        createdAt: row.created_at,
+      }));
+    },
+
     /** One note with its `note_added` event, in one statement (one round trip, no transaction). */
     async insertNoteWithEvent(
       accountId: string,
@@ -544,6 +631,20 @@ function selectFullRecords(tx: Executor, accountId: string) {
     .where('records.account_id', '=', accountId);
 }
 
+/** A row of `selectFullRecords`. */
+type FullRecordRow = Awaited<ReturnType<ReturnType<typeof selectFullRecords>['executeTakeFirstOrThrow']>>;
+
+/** A record's document as the one-statement read lists it (JSON: `size` is a number). */
+export interface DocumentJson {
+  id: string;
+  name: string;
+  mime: string;
+  size: number;
+  field: string | null;
+}
+
+export type FullRecordWithDocuments = FullRecordRow & { documents: DocumentJson[] };
+
 /** Reading and changing records, for the records endpoints. */
 export function createRecordsReadRepo(db: Executor) {
   return {
@@ -553,6 +654,55 @@ export function createRecordsReadRepo(db: Executor) {
         .where('records.id', '=', id)
         .modifyEnd(PREPARED)
         .executeTakeFirst();
+    },
+
+    /**
+     * Records as `findFull` reads them, with their documents, each with the check of the API key
+     * taken from memory that asks for it (`uncheckedKeyId`, null when the key was looked up), in
+     * one statement: reads of one account that arrive together are one round trip. Answers one
+     * result per item, in order; `keyLive` false: the key was revoked and nothing was read.
+     */
+    async findManyFullWithDocuments(
+      accountId: string,
+      items: { id: string; uncheckedKeyId: string | null }[],
+      tx: Executor = db,
+    ): Promise<{ keyLive: boolean; record: FullRecordWithDocuments | undefined }[]> {
+      const wanted = items.map((item, ord) => ({ ord, id: item.id, key_id: item.uncheckedKeyId }));
+      const result = await sql<
+        { ord: number; key_live: boolean } & { [K in keyof FullRecordRow]: FullRecordRow[K] | null } & {
+          documents: DocumentJson[] | null;
+        }
+      >`
+        WITH wanted AS (
+          SELECT w.ord, w.id, w.key_id IS NULL OR EXISTS (
+            SELECT 1 FROM api_keys k WHERE k.account_id = ${accountId} AND k.id = w.key_id AND k.revoked_at IS NULL
+          ) AS key_live
+          FROM jsonb_to_recordset(${toJson(wanted)}::jsonb) AS w(ord int, id uuid, key_id uuid)
+        )
+        SELECT wanted.ord, wanted.key_live, found.* FROM wanted
+        -- LIMIT keeps the subquery a probe of the primary key per item: joined freely, the
+        -- generic plan (made for any number of items) hashes whole tables.
+        LEFT JOIN LATERAL (
+          SELECT r.id, r.entity_id, e.key AS entity_key, r.name, r.fields, r.source, r.origin, r.external_id,
+            r.stage_id, r.stage_entered_at, p.name AS pipeline_name, s.name AS stage_name, r.created_at, r.updated_at,
+            (SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'mime', d.mime, 'size', d.size,
+              'field', d.field) ORDER BY d.created_at, d.id), '[]')
+             FROM documents d WHERE d.account_id = r.account_id AND d.record_id = r.id) AS documents
+          FROM records r
+          JOIN entities e ON e.account_id = r.account_id AND e.id = r.entity_id
+          LEFT JOIN pipelines p ON p.account_id = r.account_id AND p.id = r.pipeline_id
+          LEFT JOIN stages s ON s.account_id = r.account_id AND s.id = r.stage_id
+          WHERE wanted.key_live AND r.account_id = ${accountId} AND r.id = wanted.id
+          LIMIT 1
+        ) AS found ON true
+        ORDER BY wanted.ord
+        ${PREPARED}`.execute(tx);
+      return result.rows.map((row) => {
+        if (!row.key_live) return { keyLive: false, record: undefined };
+        if (row.id === null) return { keyLive: true, record: undefined };
+        const { ord: _ord, key_live: _live, documents, ...record } = row;
+        return { keyLive: true, record: { ...(record as FullRecordRow), documents: documents ?? [] } };
+      });
     },
 
     /** Records changed at or after `updatedSince`, oldest change first, after the cursor position. */

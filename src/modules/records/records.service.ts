@@ -3,9 +3,11 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Db } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { createBatcher } from '../../lib/batcher.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
+import type { AuthService } from '../auth/auth.service.ts';
 import { isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { Warning } from '../intake/intake.service.ts';
@@ -33,7 +35,10 @@ export function documentUrl(documentId: string): string {
   return `/api/v1/documents/${documentId}`;
 }
 
-export function presentDocument(doc: DocumentRow) {
+/** What an answer shows of a document. */
+type ListedDocument = Pick<DocumentRow, 'id' | 'name' | 'mime' | 'size' | 'field'>;
+
+export function presentDocument(doc: ListedDocument) {
   return {
     id: doc.id,
     name: doc.name,
@@ -70,6 +75,15 @@ export function actorOf(stored: string): { type: string; name: string } {
   return { type, name };
 }
 
+/**
+ * Who reads a record: the account, and the API key when one was presented; `checked` false when
+ * it was taken from memory and is checked by the read's statement (see AuthService.findApiKey).
+ */
+export interface RecordReader {
+  accountId: string;
+  key: { keyId: string; checked: boolean } | null;
+}
+
 /** Who changes a record, for history and strict mode. */
 export interface ChangeContext {
   accountId: string;
@@ -91,10 +105,36 @@ export interface RecordsServiceDeps {
   reads: RecordsReadRepo;
   /** Account webhooks: `record.updated` is written with the change. */
   outbound: Pick<OutboundService, 'emitEvent'>;
+  /** Forgets a remembered API key that a read found revoked. */
+  auth: Pick<AuthService, 'forgetApiKey'>;
+  /**
+   * Grouped read statements run at once (group commit, as intake's creations): the reads of
+   * one account that arrive in one turn of the event loop, or while all of these run, share the
+   * next statement. Default 3 (the service passes a third of its pool).
+   */
+  concurrentReads?: number;
 }
 
-export function createRecordsService({ db, entities, records, reads, outbound }: RecordsServiceDeps) {
-  function present(record: FullRecord, documents: DocumentRow[]) {
+/** At most this many reads share one statement. */
+const MAX_GROUPED_READS = 10;
+
+export function createRecordsService({
+  db,
+  entities,
+  records,
+  reads,
+  outbound,
+  auth,
+  concurrentReads = 3,
+}: RecordsServiceDeps) {
+  const groupedReads = createBatcher({
+    maxBatch: MAX_GROUPED_READS,
+    maxInFlight: concurrentReads,
+    run: (accountId: string, items: { id: string; uncheckedKeyId: string | null }[]) =>
+      reads.findManyFullWithDocuments(accountId, items),
+  });
+
+  function present(record: FullRecord, documents: ListedDocument[]) {
     return {
       id: record.id,
       entity: record.entity_key,
@@ -123,9 +163,23 @@ export function createRecordsService({ db, entities, records, reads, outbound }:
   }
 
   return {
-    async get(accountId: string, id: string) {
-      const record = await load(accountId, id);
-      return present(record, await reads.documentsOf(accountId, [id]));
+    /**
+     * The record with its documents, in one statement that also checks a remembered key; reads
+     * that arrive together share it (see `groupedReads`).
+     */
+    async get(reader: RecordReader, id: string) {
+      const key = reader.key;
+      const found = await groupedReads.submit(reader.accountId, {
+        id,
+        uncheckedKeyId: key && !key.checked ? key.keyId : null,
+      });
+      if (!found.keyLive) {
+        auth.forgetApiKey(reader.accountId, key!.keyId);
+        throw new AppError('unauthorized');
+      }
+      if (key) key.checked = true;
+      if (!found.record) throw new AppError('not_found', { message: 'Record not found' });
+      return present(found.record, found.record.documents);
     },
 
     async list(
