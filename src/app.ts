@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TrustProxy } from './config.ts';
 import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
 import { registerErrorHandling, sendError, toAppError } from './http/error-handler.ts';
@@ -44,6 +45,16 @@ export interface AppDeps {
   logger: FastifyServerOptions['logger'];
   /** Answers whether the database is reachable, for /health. */
   checkDatabase: () => Promise<void>;
+  /** Which proxies may name the client address (LEADS_TRUST_PROXY); none by default. */
+  trustProxy?: TrustProxy;
+}
+
+/** Fastify's types take a hop count as a function (trust the nearest `hops` proxies). */
+function trustProxyOption(
+  trust: TrustProxy,
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust !== 'number') return trust;
+  return (_address, hop) => hop < trust;
 }
 
 /** Path segments that carry a secret, replaced in logged URLs. */
@@ -72,6 +83,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: deps.logger,
     genReqId: requestIdFor,
     bodyLimit: SINGLE_BODY_LIMIT,
+    // `request.ip` is the client address of the per-address form limits (decisions §13, §14).
+    trustProxy: trustProxyOption(deps.trustProxy ?? false),
     // `__proto__` and `constructor` keys are kept as plain data; code that copies bodies uses
     // null-prototype objects, so such keys never reach an object's prototype.
     onProtoPoisoning: 'ignore',

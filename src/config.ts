@@ -1,4 +1,5 @@
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { DEFAULT_RETRY_SCHEDULE_S } from './outbound/retry-schedule.ts';
 
 /** Settings read once at boot (decisions §2) and passed to whatever needs them. */
@@ -39,7 +40,15 @@ export interface Config {
    * died); unset: 60 s. Kept above the 15 s webhook timeout in production; tests shorten it.
    */
   outboundLeaseMs: number | undefined;
+  /**
+   * Which proxies' `X-Forwarded-For` names the client (LEADS_TRUST_PROXY, Fastify's
+   * `trustProxy`): false (the connection's address), true (any), a hop count, or addresses and
+   * CIDR ranges (also `loopback`, `linklocal`, `uniquelocal`).
+   */
+  trustProxy: TrustProxy;
 }
+
+export type TrustProxy = boolean | number | string[];
 
 type Env = Record<string, string | undefined>;
 
@@ -87,6 +96,36 @@ function readSmtpUrl(env: Env, name: string): string | undefined {
   return raw;
 }
 
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** LEADS_TRUST_PROXY: true/false, a hop count, or comma-separated addresses, ranges and range names. */
+function readTrustProxy(env: Env, name: string): TrustProxy {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return false;
+  const word = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(word)) return true;
+  if (['0', 'false', 'no', 'off'].includes(word)) return false;
+  if (/^\d+$/.test(raw)) return readInt(env, name, 0, 0, 100);
+  const entries = raw.split(',').map((part) => part.trim());
+  const wrong = entries.filter((entry) => !PROXY_RANGE_NAMES.has(entry) && !isAddressOrRange(entry));
+  if (entries.length > 100 || wrong.length > 0) {
+    throw new Error(
+      `${name} must be true, false, a hop count, or at most 100 comma-separated addresses, CIDR ranges or loopback/linklocal/uniquelocal, got "${raw}"`,
+    );
+  }
+  return entries;
+}
+
+function isAddressOrRange(entry: string): boolean {
+  if (ipaddr.isValid(entry)) return true;
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
@@ -122,5 +161,6 @@ export function loadConfig(env: Env = process.env): Config {
     outboundLeaseMs: env.LEADS_OUTBOUND_LEASE_S
       ? readInt(env, 'LEADS_OUTBOUND_LEASE_S', 60, 1, 86_400) * 1000
       : undefined,
+    trustProxy: readTrustProxy(env, 'LEADS_TRUST_PROXY'),
   };
 }

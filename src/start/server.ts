@@ -37,6 +37,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       services,
       adminTokenHash: secrets.adminTokenHash,
       logger: loggerOptions(config.logLevel),
+      trustProxy: config.trustProxy,
       checkDatabase: async () => {
         await sql`SELECT 1`.execute(database.db);
       },

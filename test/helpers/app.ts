@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
+import type { TrustProxy } from '../../src/config.ts';
 import type { DatabaseKind } from '../../src/db/client.ts';
 import type { Db } from '../../src/db/types.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.ts';
@@ -77,6 +78,8 @@ export interface TestAppOptions {
   publicUrl?: () => string;
   /** Distribution runs: the wait for first attempts and the clock. */
   distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
+  /** Which proxies may name the client address (LEADS_TRUST_PROXY); none by default. */
+  trustProxy?: TrustProxy;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -117,6 +120,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     adminTokenHash: hashSecret(ADMIN_TOKEN),
     rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
     logger: false,
+    trustProxy: options.trustProxy,
     checkDatabase: async () => {
       await sql`SELECT 1`.execute(db);
     },
