@@ -316,6 +316,125 @@ export function distributionCommands(tools: ClientTools): Record<string, Command
         return { json: answer, text: `${answer.length} rules set${names ? `: ${names}` : ''}` };
       },
     },
+    'distribution start': {
+      usage: 'leads distribution start RECORD_ID',
+      positionals: ['RECORD_ID'],
+      async run(connection, _values, [recordId]) {
+        const answer = (await call(connection, 'key', 'POST', '/api/v1/distribution/distributions', {
+          record_id: recordId,
+        })) as Row;
+        const partners = (answer.partner as Row[] | undefined) ?? [];
+        const lines = [
+          `run ${answer.run_id}: ${answer.status}${answer.reason ? ` (${answer.reason})` : ''}, ${answer.partner_count} partners, ${answer.price_total} cents`,
+        ];
+        if (partners.length > 0) lines.push(table(partners, ['name', 'channel', 'price_cents', 'status']));
+        return { json: answer, text: lines.join('\n') };
+      },
+    },
+    'distribution run': {
+      usage: 'leads distribution run RUN_ID',
+      positionals: ['RUN_ID'],
+      async run(connection, _values, [id]) {
+        const run = (await call(
+          connection,
+          'key',
+          'GET',
+          path('/api/v1/distribution/distributions', id!),
+        )) as Row;
+        return {
+          json: run,
+          text: [
+            `run ${run.id} of record ${run.record_id}: ${run.status} (${run.triggered_by}, ${run.started_at})`,
+            table((run.deliveries as Row[]) ?? [], [
+              'id',
+              'partner',
+              'status',
+              'price_cents',
+              'currency',
+              'attempts',
+            ]),
+          ].join('\n'),
+        };
+      },
+    },
+    'distribution deliveries': {
+      usage:
+        'leads distribution deliveries [--status STATUS] [--partner PARTNER_ID] [--from DATE|TIME] [--to DATE|TIME] [--limit N]',
+      options: {
+        status: { type: 'string' },
+        partner: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        limit: { type: 'string' },
+      },
+      async run(connection, values) {
+        const query = new URLSearchParams();
+        for (const [option, key] of [
+          ['status', 'status'],
+          ['partner', 'partner_id'],
+          ['from', 'from'],
+          ['to', 'to'],
+        ] as const) {
+          const value = values[option];
+          if (typeof value === 'string') query.set(key, value);
+        }
+        if (typeof values.limit === 'string') query.set('limit', String(wholeNumber(values.limit, 'limit')));
+        const suffix = query.size > 0 ? `?${query}` : '';
+        const answer = (await call(connection, 'key', 'GET', `/api/v1/distribution/deliveries${suffix}`)) as {
+          deliveries: Row[];
+        };
+        return {
+          json: answer,
+          text: table(answer.deliveries, [
+            'id',
+            'created_at',
+            'partner',
+            'rule',
+            'status',
+            'price_cents',
+            'record_id',
+          ]),
+        };
+      },
+    },
+    'distribution return': {
+      usage: 'leads distribution return DELIVERY_ID [--reason REASON_ID] [--text TEXT] [--reported-by NAME]',
+      positionals: ['DELIVERY_ID'],
+      options: { reason: { type: 'string' }, text: { type: 'string' }, 'reported-by': { type: 'string' } },
+      async run(connection, values, [id]) {
+        const body: Row = {};
+        if (typeof values.reason === 'string') body.reason_id = values.reason;
+        if (typeof values.text === 'string') body.text = values.text;
+        if (typeof values['reported-by'] === 'string') body.reported_by = values['reported-by'];
+        const answer = (await call(
+          connection,
+          'key',
+          'POST',
+          `${path('/api/v1/distribution/deliveries', id!)}/return`,
+          body,
+        )) as Row;
+        return {
+          json: answer,
+          text: `delivery ${id} returned${answer.redistributed ? ', record distributed again' : ''}`,
+        };
+      },
+    },
+    'distribution participations test': {
+      usage: 'leads distribution participations test PARTICIPATION_ID',
+      positionals: ['PARTICIPATION_ID'],
+      async run(connection, _values, [id]) {
+        const answer = (await call(
+          connection,
+          'key',
+          'POST',
+          `${path('/api/v1/distribution/participations', id!)}/test`,
+        )) as Row;
+        return {
+          json: answer,
+          text: `${answer.ok ? 'ok' : 'failed'}: ${answer.channel} ${answer.status} ${answer.message}`,
+        };
+      },
+    },
     'distribution return-reasons add': {
       usage: 'leads distribution return-reasons add --name NAME',
       options: { name: { type: 'string' } },

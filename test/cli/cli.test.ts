@@ -91,6 +91,11 @@ const COMMANDS = [
   'distribution participations update',
   'distribution participations remove',
   'distribution rules set',
+  'distribution start',
+  'distribution run',
+  'distribution deliveries',
+  'distribution return',
+  'distribution participations test',
   'distribution return-reasons add',
   'distribution return-reasons list',
   'distribution return-reasons remove',
@@ -709,6 +714,69 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect((await as('distribution', 'rules', 'set', 'lead', '--rules', '{}')).code).toBe(2);
       // The CRM-only account has no distribution module.
       expect((await client('partners', 'list')).stderr).toContain('403 module_not_enabled');
+    });
+
+    it('runs a distribution, lists and returns its delivery, and tests a participation', async () => {
+      const receiver = await startReceiver();
+      try {
+        const account = JSON.parse(
+          (await client('accounts', 'create', '--name', 'Run Co', '--modules', 'distribution', '--json'))
+            .stdout,
+        );
+        const as = (...args: string[]) =>
+          leads(args, { LEADS_URL: server.url, LEADS_API_KEY: account.api_key.key });
+        const file = path.join(dir, 'run-entities.json');
+        await writeFile(file, JSON.stringify({ key: 'lead', ...LEAD_ENTITY }));
+        expect((await as('entities', 'apply', file)).code).toBe(0);
+        const partnerId = /^partner (\S+)/.exec(
+          (await as('partners', 'create', '--name', 'Run Partner')).stdout,
+        )?.[1];
+        expect((await as('distribution', 'set', 'lead')).code).toBe(0);
+        const added = await as(
+          ...['distribution', 'participations', 'add', 'lead', '--partner', partnerId!],
+          ...['--channel', 'webhook', '--address', receiver.url, '--price-cents', '900'],
+        );
+        const participationId = /^participation (\S+)/.exec(added.stdout)?.[1];
+        receiver.verifyWith(/secret \(shown once\): (whsec_\S+)/.exec(added.stdout)![1]!);
+        const rule = [{ name: 'Everyone', strategy: 'all', participation_ids: [participationId] }];
+        expect((await as('distribution', 'rules', 'set', 'lead', '--rules', JSON.stringify(rule))).code).toBe(
+          0,
+        );
+        const record = await fetch(`${server.url}/api/v1/records`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${account.api_key.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ entity: 'lead', fields: { email: 'run@example.com' } }),
+        });
+        const recordId = ((await record.json()) as { id: string }).id;
+
+        const started = await as('distribution', 'start', recordId);
+        expect(started).toMatchObject({ code: 0, stderr: '' });
+        expect(started.stdout).toMatch(/^run (\S+): distributed, 1 partners, 900 cents\n/);
+        expect(started.stdout).toMatch(/Run Partner\s+webhook\s+900\s+delivered/);
+        const runId = /^run (\S+):/.exec(started.stdout)![1]!;
+        expect((await as('distribution', 'run', runId)).stdout).toContain(
+          `of record ${recordId}: decided (api`,
+        );
+        const listed = JSON.parse(
+          (await as('distribution', 'deliveries', '--status', 'delivered', '--partner', partnerId!, '--json'))
+            .stdout,
+        );
+        expect(listed.deliveries).toHaveLength(1);
+        const deliveryId = listed.deliveries[0].id as string;
+        expect((await as('distribution', 'deliveries', '--limit', 'x')).code).toBe(2);
+        expect((await as('distribution', 'return', deliveryId, '--text', 'wrong number')).stdout).toBe(
+          `delivery ${deliveryId} returned\n`,
+        );
+        const again = await as('distribution', 'return', deliveryId);
+        expect(again.code).toBe(1);
+        expect(again.stderr).toContain('409 return_not_allowed');
+        const tested = await as('distribution', 'participations', 'test', participationId!);
+        expect(tested.stdout).toMatch(/^ok: webhook 200 /);
+        // The delivery and the test delivery, both signed with the participation's secret.
+        expect(receiver.received).toHaveLength(2);
+      } finally {
+        await receiver.close();
+      }
     });
   });
 
