@@ -450,7 +450,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
         [webhookBody({ schedule: { ...schedule, from: '25:00' } }), 'schedule.from'],
         [webhookBody({ schedule: { ...schedule, to: '8:00' } }), 'schedule.to'],
         [
-          webhookBody({ schedule: { ...schedule, from: '18:00', to: '08:00' } }),
+          webhookBody({ schedule: { ...schedule, from: '08:00', to: '08:00' } }),
           'schedule.to',
           'invalid_range',
         ],
@@ -467,6 +467,10 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
         if (reason) expect(detail.reason, label).toBe(reason);
       }
       expect((await call('GET', `${SETUPS}/lead`)).json().participations).toHaveLength(before);
+      // A night window (to before from) is taken: it belongs to the weekday it starts on.
+      const night = await add(webhookBody({ schedule: { ...schedule, from: '22:00', to: '06:00' } }));
+      expect(night.statusCode, night.body).toBe(201);
+      expect(night.json().schedule).toMatchObject({ from: '22:00', to: '06:00' });
     });
 
     it('refuses a webhook address the outbound policy does not allow', async () => {

@@ -81,7 +81,7 @@ export const Schedule = Type.Object(
     to: Type.String({
       pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$',
       description:
-        'end of the active hours, HH:MM (24:00 for midnight); not after from: 422 reason invalid_range',
+        'end of the active hours, HH:MM (24:00 for midnight); before from: a night window of the weekday it starts on; equal to from: 422 reason invalid_range',
     }),
   },
   { additionalProperties: false },

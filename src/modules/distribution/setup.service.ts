@@ -125,8 +125,10 @@ function checkSchedule(schedule: ScheduleSettings, problems: ValidationDetail[])
       message: `${schedule.time_zone} is no IANA time zone`,
     });
   }
-  if (schedule.to <= schedule.from) {
-    problems.push({ key: 'schedule.to', reason: 'invalid_range', message: 'to must be later than from' });
+  // `to` before `from` is a night window (it belongs to the weekday it starts on); an empty one
+  // is refused, and the whole day is 00:00–24:00.
+  if (schedule.to === schedule.from) {
+    problems.push({ key: 'schedule.to', reason: 'invalid_range', message: 'to must differ from from' });
   }
   return {
     time_zone: zone ?? schedule.time_zone,
