@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import { htmlDocument } from '../../lib/html.ts';
 import { escapeHtml } from '../../lib/text.ts';
 import { isValidTimeZone } from './booking.slots.ts';
 
@@ -50,22 +51,14 @@ export function whenIn(startsAt: Date, endsAt: Date, zone: string): string {
 }
 
 function layout(title: string, body: string, script = false): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${escapeHtml(title)}</title>
-<link rel="stylesheet" href="/book/assets/booking.css">
-${script ? '<script src="/book/assets/booking.js" defer></script>\n' : ''}</head>
-<body>
-<main id="main">
-${body}
-</main>
-</body>
-</html>
-`;
+  return htmlDocument({
+    language: 'en',
+    title,
+    head: `<link rel="stylesheet" href="/book/assets/booking.css">
+${script ? '<script src="/book/assets/booking.js" defer></script>\n' : ''}`,
+    main: body,
+    mainId: 'main',
+  });
 }
 
 /** A page that says why the link cannot be used (unknown, expired, used, an error of ours). */

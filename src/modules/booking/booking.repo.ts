@@ -167,7 +167,7 @@ export function createBookingRepo(db: Executor) {
         .execute();
     },
 
-    /** The oldest calendar other than `except`: the default after the default is deleted. */
+    /** The oldest calendar left: the default after the default is deleted. */
     async oldestCalendar(accountId: string, tx: Executor = db) {
       return tx
         .selectFrom('calendars')

@@ -1,4 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
+import { htmlDocument } from '../../lib/html.ts';
 import { escapeHtml } from '../../lib/text.ts';
 
 /**
@@ -96,14 +97,10 @@ const DETAILS_SHOWN = 20;
 
 function page(language: Language, title: string, content: string, backTo: string | null): string {
   const back = backTo ? `<p><a href="${escapeHtml(backTo)}">${escapeHtml(TEXTS[language].back)}</a></p>` : '';
-  return `<!doctype html>
-<html lang="${language}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${escapeHtml(title)}</title>
-<style>
+  return htmlDocument({
+    language,
+    title,
+    head: `<style>
 body{font-family:system-ui,sans-serif;line-height:1.5;margin:0;color:#1a1a1a;background:#fff}
 main{max-width:36rem;margin:3rem auto;padding:0 1rem}
 h1{font-size:1.5rem}
@@ -111,16 +108,11 @@ a{color:#0645ad}
 a:focus{outline:3px solid #1a1a1a;outline-offset:2px}
 @media (prefers-color-scheme:dark){body{color:#eee;background:#121212}a{color:#8ab4f8}a:focus{outline-color:#eee}}
 </style>
-</head>
-<body>
-<main>
-<h1>${escapeHtml(title)}</h1>
+`,
+    main: `<h1>${escapeHtml(title)}</h1>
 ${content}
-${back}
-</main>
-</body>
-</html>
-`;
+${back}`,
+  });
 }
 
 /** The page of a received form. */
