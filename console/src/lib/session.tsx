@@ -114,8 +114,9 @@ export function RequireSession({ children, fallback }: { children: ReactNode; fa
       await api('/api/v1/session', { method: 'DELETE', allowUnauthorized: true });
     } finally {
       setCsrfToken(null);
-      client.clear();
+      // The session first (its observer leads to the sign-in page), then everything read with it.
       client.setQueryData(SESSION_KEY, null);
+      client.removeQueries({ predicate: (query) => query.queryKey[0] !== SESSION_KEY[0] });
     }
   }, [client]);
 

@@ -8,6 +8,7 @@ import { useSession } from '../../lib/session.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
+import { ScrollArea } from '../../ui/table.tsx';
 import { useToast } from '../../ui/toast.tsx';
 import {
   type Entity,
@@ -332,7 +333,7 @@ function NotesAndHistory({ record }: { record: LeadRecord }) {
         {history.data && history.data.stages.length > 0 ? (
           <>
             <h3>{t('stagesTitle')}</h3>
-            <div className="table-scroll">
+            <ScrollArea label={t('stagesTitle')}>
               <table className="table">
                 <thead>
                   <tr>
@@ -356,7 +357,7 @@ function NotesAndHistory({ record }: { record: LeadRecord }) {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </ScrollArea>
           </>
         ) : null}
         {history.data && events.length === 0 ? <p className="muted">{t('noHistory')}</p> : null}
@@ -403,7 +404,7 @@ function DeliveriesSection({ recordId }: { recordId: string }) {
       <ErrorText error={deliveries.error} />
       {deliveries.data && rows.length === 0 ? <p className="muted">{t('noDeliveries')}</p> : null}
       {rows.length > 0 ? (
-        <div className="table-scroll">
+        <ScrollArea label={t('deliveriesTitle')}>
           <table className="table">
             <thead>
               <tr>
@@ -424,7 +425,7 @@ function DeliveriesSection({ recordId }: { recordId: string }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollArea>
       ) : null}
     </section>
   );
