@@ -18,6 +18,7 @@ import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { bookingPageRoutes } from './modules/booking/booking.page.routes.ts';
 import { bookingRoutes } from './modules/booking/booking.routes.ts';
+import { registerConsole } from './modules/console/console.routes.ts';
 import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
 import { distributionRoutes } from './modules/distribution/distribution.routes.ts';
@@ -45,6 +46,8 @@ export interface AppDeps {
   logger: FastifyServerOptions['logger'];
   /** Answers whether the database is reachable, for /health. */
   checkDatabase: () => Promise<void>;
+  /** The built web console (console/dist unless told otherwise, for tests). */
+  consoleDir?: string;
   /** Which proxies may name the client address (LEADS_TRUST_PROXY); none by default. */
   trustProxy?: TrustProxy;
 }
@@ -117,9 +120,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(S1Error);
   await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  const consolePage = await registerConsole(app, { distDir: deps.consoleDir });
   registerErrorHandling(app, {
     checkApiKey: (accountId, keyId) => deps.services.auth.checkApiKey(accountId, keyId),
     answerInPage: errorInPage,
+    consolePage,
   });
   await app.register(authPlugin, { auth: deps.services.auth, adminTokenHash: deps.adminTokenHash });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });

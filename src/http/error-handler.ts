@@ -219,6 +219,11 @@ export interface ErrorHandlingOptions {
    * page or a redirect in place of the JSON body; null to answer JSON.
    */
   answerInPage?: (request: FastifyRequest, reply: FastifyReply, error: AppError) => FastifyReply | null;
+  /** The web console's pages: an address no route has that a browser opens is a console page. */
+  consolePage?: {
+    answersPage(request: FastifyRequest): boolean;
+    sendPage(reply: FastifyReply): Promise<FastifyReply>;
+  };
 }
 
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = {}): void {
@@ -245,6 +250,7 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
     return options.answerInPage?.(request, reply, appError) ?? sendError(request, reply, appError);
   });
   app.setNotFoundHandler((request, reply) => {
+    if (options.consolePage?.answersPage(request)) return options.consolePage.sendPage(reply);
     const code: ErrorCode = isS1Path(request.url) ? 'not_found' : 'unknown_endpoint';
     return sendError(request, reply, new AppError(code, { message: 'No route at that address' }));
   });

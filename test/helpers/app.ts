@@ -80,6 +80,8 @@ export interface TestAppOptions {
   distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
   /** Which proxies may name the client address (LEADS_TRUST_PROXY); none by default. */
   trustProxy?: TrustProxy;
+  /** The built web console to serve (console/dist by default). */
+  consoleDir?: string;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -121,6 +123,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
     logger: false,
     trustProxy: options.trustProxy,
+    consoleDir: options.consoleDir,
     checkDatabase: async () => {
       await sql`SELECT 1`.execute(db);
     },

@@ -21,11 +21,11 @@ describe.each(TEST_DATABASES)('the root address and the guide on %s', (kind) => 
   afterAll(async () => t?.close());
 
   describe('happy path', () => {
-    it('redirects / to the API reference, for GET and HEAD', async () => {
+    it('answers / with the web console, for GET and HEAD', async () => {
       for (const method of ['GET', 'HEAD'] as const) {
         const response = await t.app.inject({ method, url: '/' });
-        expect(response.statusCode, method).toBe(302);
-        expect(response.headers.location, method).toBe('/docs');
+        expect(response.statusCode, method).toBe(200);
+        expect(response.headers['content-type'], method).toBe('text/html; charset=utf-8');
       }
     });
 

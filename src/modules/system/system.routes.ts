@@ -12,9 +12,6 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ checkDatabase: () => Prom
     reply.type('application/json; charset=utf-8').send(app.swagger()),
   );
 
-  // Until the web console exists, the root address leads to the API reference, which links the guide.
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302));
-
   const guide = await loadGuide();
   app.get('/docs/guide', { schema: { hide: true } }, async (_request, reply) =>
     reply.redirect('/docs/guide/README.md', 302),

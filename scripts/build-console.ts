@@ -1,0 +1,72 @@
+// Builds the web console (console/) into console/dist when it is missing or older than its
+// sources. `npm start` runs it first (prestart) and the test run from its global setup, so a
+// fresh clone needs nothing but `npm ci && npm start`. Up to date, it only hashes the sources.
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const CONSOLE_DIR = path.join(ROOT, 'console');
+export const CONSOLE_DIST = path.join(CONSOLE_DIR, 'dist');
+const STAMP = path.join(CONSOLE_DIST, '.sources-hash');
+
+async function listFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const files = await Promise.all(
+    entries.map(async (entry) => {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) return listFiles(full);
+      return entry.isFile() ? [full] : [];
+    }),
+  );
+  return files.flat();
+}
+
+/** One hash over every input of the build: the console's sources, its config and the lock file. */
+export async function sourcesHash(): Promise<string> {
+  const inputs = [
+    ...(await listFiles(path.join(CONSOLE_DIR, 'src'))),
+    path.join(CONSOLE_DIR, 'index.html'),
+    path.join(CONSOLE_DIR, 'vite.config.ts'),
+    path.join(ROOT, 'package-lock.json'),
+  ].sort();
+  const hash = createHash('sha256');
+  for (const file of inputs) {
+    hash.update(path.relative(ROOT, file));
+    hash.update('\0');
+    hash.update(await readFile(file));
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+export async function consoleIsCurrent(): Promise<boolean> {
+  if (!existsSync(path.join(CONSOLE_DIST, 'index.html')) || !existsSync(STAMP)) return false;
+  return (await readFile(STAMP, 'utf8')).trim() === (await sourcesHash());
+}
+
+/** Builds the console unless console/dist is current; answers whether it built. */
+export async function ensureConsoleBuilt(options: { quiet?: boolean } = {}): Promise<boolean> {
+  if (await consoleIsCurrent()) return false;
+  const hash = await sourcesHash();
+  if (!options.quiet) process.stderr.write('building the web console (console/dist)…\n');
+  const { build } = await import('vite');
+  await build({
+    root: CONSOLE_DIR,
+    configFile: path.join(CONSOLE_DIR, 'vite.config.ts'),
+    logLevel: options.quiet ? 'error' : 'warn',
+  });
+  await writeFile(STAMP, `${hash}\n`);
+  return true;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    await ensureConsoleBuilt();
+  } catch (error) {
+    process.stderr.write(`the web console could not be built: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
