@@ -155,7 +155,8 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       await sessions.requestLink(request.body.email, request.ip, languageOf(request));
-      return reply.code(202).send(null);
+      // No body: nothing tells whether the address is known.
+      return reply.code(202).send(undefined as never);
     },
   );
 
