@@ -3,7 +3,16 @@ import { createDemoOnce } from '../../src/start/bootstrap.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
-import { addUser, asPerson, cookieValue, PASSWORD, personWithRole, setPassword, signIn } from './support.ts';
+import {
+  addUser,
+  asPerson,
+  cookieValue,
+  openLink,
+  PASSWORD,
+  personWithRole,
+  setPassword,
+  signIn,
+} from './support.ts';
 
 describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
   let t: TestApp;
@@ -86,11 +95,7 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       const account = await t.createAccount();
       const userId = await addUser(t, account, { email: 'linked@people.test' });
       const token = await t.services.sessions.issueLink(account.id, userId, 60_000);
-      const opened = await t.request({
-        method: 'GET',
-        url: `/sign-in/${token}`,
-        headers: { accept: 'text/html' },
-      });
+      const opened = await openLink(t, token);
       expect(opened.statusCode).toBe(303);
       expect(opened.headers.location).toBe('/');
       const cookie = cookieValue(opened.headers['set-cookie']);
@@ -265,11 +270,7 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       const expired = await t.request({ method: 'POST', url: '/api/v1/session', body: { token: expiring } });
       expect(expired.statusCode).toBe(401);
       expect(expired.json().error).toBe('invalid_credentials');
-      const page = await t.request({
-        method: 'GET',
-        url: `/sign-in/${expiring}`,
-        headers: { accept: 'text/html', 'accept-language': 'de-DE,de;q=0.9' },
-      });
+      const page = await openLink(t, expiring, { 'accept-language': 'de-DE,de;q=0.9' });
       expect(page.statusCode).toBe(410);
       expect(page.headers['content-type']).toContain('text/html');
       expect(page.headers['set-cookie']).toBeUndefined();
@@ -279,11 +280,7 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       const token = await t.services.sessions.issueLink(account.id, userId, 60_000);
       const first = await t.request({ method: 'POST', url: '/api/v1/session', body: { token } });
       expect(first.statusCode).toBe(200);
-      const used = await t.request({
-        method: 'GET',
-        url: `/sign-in/${token}`,
-        headers: { accept: 'text/html' },
-      });
+      const used = await openLink(t, token);
       expect(used.statusCode).toBe(410);
       expect(used.body).toContain('<html lang="en">');
       expect(used.body).toContain('This sign-in link cannot be used');

@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { waitFor } from '../outbound/receiver.ts';
 import { type SmtpServer, startSmtpServer } from '../outbound/smtp-server.ts';
-import { addUser, cookieValue } from './support.ts';
+import { addUser, cookieValue, openLink } from './support.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
 const PUBLIC_URL = 'http://127.0.0.1:3999';
@@ -54,11 +54,7 @@ describe.each(TEST_DATABASES)('sign-in links by email on %s', (kind) => {
       expect(mail.text).toContain('within 15 minutes');
       const token = linkIn(mail.text);
 
-      const opened = await t.request({
-        method: 'GET',
-        url: `/sign-in/${token}`,
-        headers: { accept: 'text/html' },
-      });
+      const opened = await openLink(t, token);
       expect(opened.statusCode).toBe(303);
       expect(opened.headers.location).toBe('/');
       const cookie = cookieValue(opened.headers['set-cookie']);
@@ -68,11 +64,7 @@ describe.each(TEST_DATABASES)('sign-in links by email on %s', (kind) => {
         headers: { cookie: `leads_session=${cookie}` },
       });
       expect(session.json().user).toMatchObject({ id: userId, account_id: account.id, role: 'owner' });
-      const again = await t.request({
-        method: 'GET',
-        url: `/sign-in/${token}`,
-        headers: { accept: 'text/html' },
-      });
+      const again = await openLink(t, token);
       expect(again.statusCode).toBe(410);
 
       await t.request({

@@ -25,6 +25,15 @@ export function asPerson(t: TestApp, session: Session, request: Request, csrf: s
   return t.request({ ...request, headers });
 }
 
+/** Opens a sign-in link as a browser does (a page outside the API document). */
+export function openLink(t: TestApp, token: string, headers: Record<string, string> = {}) {
+  return t.app.inject({
+    method: 'GET',
+    url: `/sign-in/${token}`,
+    headers: { accept: 'text/html', ...headers },
+  });
+}
+
 /** Adds a user through the settings API (an API key with `settings`). */
 export async function addUser(
   t: TestApp,
