@@ -229,15 +229,16 @@ export const authPlugin = fp<AuthPluginOptions>(
       const credential = await authenticate(request, routeAuth, options);
       request.credential = credential;
       if (credential.kind === 'admin') return;
+      // Before the body is read, the module and the role: a forged request learns nothing.
+      if (credential.kind === 'session') checkCsrf(request, credential);
       if (routeAuth.module && !credential.account.modules.includes(routeAuth.module)) {
         throw new AppError('module_not_enabled');
       }
-      if (credential.kind === 'session') {
-        // Before the body is read, and before the role: a forged request learns nothing.
-        checkCsrf(request, credential);
-        if (!roleAtLeast(credential.user.role, minimumRole(routeAuth, request.method))) {
-          throw new AppError('forbidden');
-        }
+      if (
+        credential.kind === 'session' &&
+        !roleAtLeast(credential.user.role, minimumRole(routeAuth, request.method))
+      ) {
+        throw new AppError('forbidden');
       }
       if (credential.kind === 'api_key' && routeAuth.permission) {
         if (!credential.permissions.includes(routeAuth.permission)) throw new AppError('forbidden');
