@@ -102,6 +102,11 @@ export interface RouteAuth {
    * and the permission (`minimumRole`).
    */
   role?: Role;
+  /**
+   * The credential is optional and the handler reads it itself (a route that serves people
+   * signed in or not); the document states its schemes as optional.
+   */
+  optional?: boolean;
 }
 
 /**
@@ -225,7 +230,7 @@ export const authPlugin = fp<AuthPluginOptions>(
     // learns nothing about the body it sent, and costs no parsing.
     app.addHook('onRequest', async (request) => {
       const routeAuth = request.routeOptions.config.auth;
-      if (!routeAuth) return;
+      if (!routeAuth || routeAuth.optional) return;
       const credential = await authenticate(request, routeAuth, options);
       request.credential = credential;
       if (credential.kind === 'admin') return;

@@ -299,6 +299,8 @@ export function openapiOptions(): SwaggerOptions {
         .map((kind) => SECURITY_BY_CREDENTIAL[kind])
         .filter((name): name is string => name !== undefined)
         .map((name) => ({ [name]: [] }));
+      // An optional credential: the empty requirement says the operation also takes none.
+      if (auth?.optional) security.unshift({});
       const method = Array.isArray(route.method) ? route.method[0]! : route.method;
       const operationId =
         (schema as { operationId?: string } | undefined)?.operationId ?? derivedOperationId(method, url);

@@ -163,12 +163,14 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/session/password',
     {
+      // Signed in or with a token: the handler reads the session itself (optionalSession).
+      config: { auth: { accept: ['session'], optional: true } },
       schema: {
         tags,
         operationId: 'setPassword',
         summary: 'Set a password: with a sign-in link’s token, or signed in with the current password',
         description:
-          'Signed in (cookie and X-CSRF-Token), `{password}` alone is enough while the person has no password, or within the link lifetime after signing in by a link (a reset). Every other session of the person ends.',
+          'Signed in (cookie and X-CSRF-Token), `{password}` alone is enough while the person has no password, or within the link lifetime after signing in by a link (a reset). Every other session of the person ends. A wrong token or current password answers 401 invalid_credentials and counts as a failed sign-in: more than 10 within 15 minutes answer 429 with Retry-After.',
         body: Type.Object(
           {
             token: Type.Optional(Token),
