@@ -192,6 +192,9 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console records screens 
         await page.getByRole('button', { name: 'Sign in' }).click();
         await page.getByRole('alert').getByText('The email or the password is wrong.').waitFor();
         await checkAccessibility(page, 'sign-in with an error');
+        // The emailed link: the page says it is on its way, whether or not the address is known.
+        await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+        await page.getByRole('status').getByText(`If ${people.viewer} belongs to a person`).waitFor();
       } finally {
         await context.close();
       }

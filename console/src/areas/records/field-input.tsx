@@ -100,7 +100,7 @@ export function FieldInput({
           isInvalid={Boolean(error)}
           name={field.key}
         >
-          <Label>{field.label}</Label>
+          <Label className="label">{field.label}</Label>
           {(field.options ?? []).map((option) => (
             <Checkbox key={option} value={option} className="checkbox">
               <span className="checkbox-box" aria-hidden="true" />
