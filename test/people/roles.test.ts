@@ -34,6 +34,16 @@ describe.each(TEST_DATABASES)('roles and sessions as credentials on %s', (kind) 
   afterAll(async () => t?.close());
 
   describe('happy path', () => {
+    it('lets every role sign itself out (the console’s Sign out), ending the session on the server', async () => {
+      for (const role of ['viewer', 'member', 'admin'] as const) {
+        const session = await personWithRole(t, account, role);
+        const out = await asPerson(t, session, { method: 'DELETE', url: '/api/v1/session' });
+        expect(out.statusCode, `${role}: ${out.body}`).toBe(204);
+        const after = await asPerson(t, session, { method: 'GET', url: '/api/v1/session' });
+        expect(after.statusCode, role).toBe(401);
+      }
+    });
+
     it('gives the account’s first user the owner role and later ones member by default', async () => {
       const fresh = await t.createAccount();
       const first = await t.request({

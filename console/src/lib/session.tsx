@@ -13,6 +13,8 @@ export interface SessionUser {
   name: string;
   role: Role;
   account_id: string;
+  /** False until the person sets a password (signed in by a link). */
+  has_password?: boolean;
 }
 
 export interface SessionBody {
@@ -112,8 +114,9 @@ export function RequireSession({ children, fallback }: { children: ReactNode; fa
       await api('/api/v1/session', { method: 'DELETE', allowUnauthorized: true });
     } finally {
       setCsrfToken(null);
-      client.clear();
+      // The session first (its observer leads to the sign-in page), then everything read with it.
       client.setQueryData(SESSION_KEY, null);
+      client.removeQueries({ predicate: (query) => query.queryKey[0] !== SESSION_KEY[0] });
     }
   }, [client]);
 

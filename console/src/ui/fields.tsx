@@ -47,7 +47,7 @@ export function TextField(props: TextFieldProps) {
       isInvalid={Boolean(error)}
       validationBehavior="aria"
     >
-      <Label>{label}</Label>
+      <Label className="label">{label}</Label>
       {multiline ? (
         <TextArea placeholder={placeholder} autoFocus={autoFocus} rows={4} />
       ) : (
@@ -83,7 +83,7 @@ export function SelectField(props: SelectFieldProps) {
       validationBehavior="aria"
       placeholder={placeholder}
     >
-      <Label>{label}</Label>
+      <Label className="label">{label}</Label>
       <Button className="select-button">
         <SelectValue />
         <span aria-hidden="true">▾</span>

@@ -101,7 +101,7 @@ export interface DataTableProps<T> {
 export function DataTable<T>({ label, columns, rows, rowId, rowHref, empty }: DataTableProps<T>) {
   const t = useT(uiMessages);
   return (
-    <div className="table-scroll">
+    <ScrollArea label={label}>
       <Table aria-label={label} className="table">
         <TableHeader columns={columns}>
           {(column) => (
@@ -110,7 +110,8 @@ export function DataTable<T>({ label, columns, rows, rowId, rowHref, empty }: Da
             </Column>
           )}
         </TableHeader>
-        <TableBody items={rows} renderEmptyState={() => empty ?? t('noRows')}>
+        {/* The rows render again when the columns change (RAC caches rows by item otherwise). */}
+        <TableBody items={rows} dependencies={[columns]} renderEmptyState={() => empty ?? t('noRows')}>
           {(row) => (
             <Row id={rowId(row)} columns={columns} href={rowHref?.(row)}>
               {(column) => <Cell>{column.render(row)}</Cell>}
@@ -118,7 +119,17 @@ export function DataTable<T>({ label, columns, rows, rowId, rowHref, empty }: Da
           )}
         </TableBody>
       </Table>
-    </div>
+    </ScrollArea>
+  );
+}
+
+/** A region that scrolls sideways on narrow screens; it takes the focus, so arrow keys scroll it. */
+export function ScrollArea({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard
+    <section className="table-scroll" tabIndex={0} aria-label={label}>
+      {children}
+    </section>
   );
 }
 

@@ -127,7 +127,7 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
   app.delete(
     '/api/v1/session',
     {
-      config: { auth: { accept: ['session'] } },
+      config: { auth: { accept: ['session'], role: 'viewer' } },
       schema: {
         tags,
         operationId: 'signOut',
