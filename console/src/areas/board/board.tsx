@@ -195,12 +195,16 @@ function Board({
 
   const move = useMutation({
     mutationKey: MOVE_KEY,
-    mutationFn: ({ record, to }: MoveRequest) => moveRecord(record.id, { pipeline: target.pipeline, stage: to }),
+    mutationFn: ({ record, to }: MoveRequest) =>
+      moveRecord(record.id, { pipeline: target.pipeline, stage: to }),
     // The card moves at once; the two columns are kept to be put back if the service refuses.
     onMutate: async ({ record, from, to }) => {
       const fromKey = columnKey(target, from);
       const toKey = columnKey(target, to);
-      await Promise.all([client.cancelQueries({ queryKey: fromKey }), client.cancelQueries({ queryKey: toKey })]);
+      await Promise.all([
+        client.cancelQueries({ queryKey: fromKey }),
+        client.cancelQueries({ queryKey: toKey }),
+      ]);
       const before = {
         from: client.getQueryData<ColumnData>(fromKey),
         to: client.getQueryData<ColumnData>(toKey),
@@ -227,7 +231,9 @@ function Board({
           ? {
               ...data,
               pages: data.pages.map((page, index) =>
-                index === 0 ? { ...page, records: [moved, ...page.records.filter((r) => r.id !== record.id)] } : page,
+                index === 0
+                  ? { ...page, records: [moved, ...page.records.filter((r) => r.id !== record.id)] }
+                  : page,
               ),
             }
           : data,
@@ -333,7 +339,10 @@ function Column({
     onDrop: async (event) => {
       for (const item of event.items) {
         if (!isTextDropItem(item) || !item.types.has(DRAG_TYPE)) continue;
-        const { record, from } = JSON.parse(await item.getText(DRAG_TYPE)) as { record: BoardRecord; from: string };
+        const { record, from } = JSON.parse(await item.getText(DRAG_TYPE)) as {
+          record: BoardRecord;
+          from: string;
+        };
         onMove(record, from, stage);
       }
     },
@@ -411,7 +420,9 @@ function Card({
         </Link>
       </div>
       {typeof email === 'string' && email !== '' ? <div className="board-card-line">{email}</div> : null}
-      {record.source ? <div className="board-card-line muted">{t('source', { source: record.source })}</div> : null}
+      {record.source ? (
+        <div className="board-card-line muted">{t('source', { source: record.source })}</div>
+      ) : null}
       <div className="board-card-line muted">
         {age !== null ? <span>{t('age', { age: ago(locale, age) })}</span> : null}
         {inStage !== null ? <span>{t('inStage', { time: duration(locale, inStage) })}</span> : null}
