@@ -274,6 +274,12 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
       ),
     ).toBe(true);
     expect((await list('?status=failed')).body.deliveries).toHaveLength(0);
+    const oneRecord = all[1].record_id as string;
+    expect((await list(`?record_id=${oneRecord}`)).body.deliveries.map((d: { id: string }) => d.id)).toEqual([
+      all[1].id,
+    ]);
+    expect((await list(`?record_id=${crypto.randomUUID()}`)).body.deliveries).toEqual([]);
+    expect((await list('?record_id=not-a-uuid')).status).toBe(422);
     expect((await list('?status=delivered&limit=3')).body.deliveries).toHaveLength(3);
     const today = new Date().toISOString().slice(0, 10);
     expect((await list(`?from=${today}&to=${today}`)).body.deliveries).toHaveLength(4);

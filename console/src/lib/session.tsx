@@ -13,6 +13,8 @@ export interface SessionUser {
   name: string;
   role: Role;
   account_id: string;
+  /** False until the person sets a password (signed in by a link). */
+  has_password?: boolean;
 }
 
 export interface SessionBody {

@@ -2,7 +2,7 @@
 // language switcher and sign-out, and the page in <main>.
 import { useEffect, useRef, useState } from 'react';
 import { Button } from 'react-aria-components';
-import { NavLink, Outlet, useLocation } from 'react-router';
+import { Link, NavLink, Outlet, useLocation } from 'react-router';
 import type { NavEntry } from '../lib/area.ts';
 import { useLocale, useT } from '../lib/i18n.tsx';
 import { useSession } from '../lib/session.tsx';
@@ -67,12 +67,18 @@ export function Layout({ nav }: { nav: readonly NavEntry[] }) {
                 role: t(`role.${session.user.role}`),
               })}
             </span>
+            <NavLink to="/password">{t('password')}</NavLink>
             <Button className="button secondary" onPress={() => void session.signOut()}>
               {t('signOut')}
             </Button>
           </div>
         </nav>
       </header>
+      {session.user.has_password === false && location.pathname !== '/password' ? (
+        <p className="notice-bar" role="status">
+          {t('noPasswordYet')} <Link to="/password">{t('setPassword')}</Link>
+        </p>
+      ) : null}
       <main id="main" tabIndex={-1}>
         <Outlet />
       </main>

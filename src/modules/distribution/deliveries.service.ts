@@ -1,5 +1,6 @@
 import type { Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
+import { timeBound } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import type { DistributionRepo } from './distribution.repo.ts';
@@ -9,7 +10,6 @@ import { type DistributionService, deliveryView } from './distribution.service.t
 export const DELIVERIES_DEFAULT_LIMIT = 200;
 export const DELIVERIES_MAX_LIMIT = 500;
 const DAY_MS = 86_400_000;
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
 export type ReturnRefusal = 'deadline_passed' | 'not_delivered' | 'already_returned';
 
@@ -20,15 +20,6 @@ export interface DeliveriesServiceDeps {
   records: Pick<RecordsRepo, 'insertEvents'>;
   outbound: Pick<OutboundService, 'emitEvent'>;
   now?: () => Date;
-}
-
-/** A bound of the list: a date means its whole day (UTC), a timestamp the instant. */
-function bound(value: string | undefined, upper: boolean): Date | undefined {
-  if (value === undefined) return undefined;
-  const at = new Date(DATE_ONLY.test(value) ? `${value}T00:00:00.000Z` : value);
-  if (!upper) return at;
-  // `to` includes its instant, and with a date its whole day: the bound used is exclusive.
-  return new Date(at.getTime() + (DATE_ONLY.test(value) ? DAY_MS : 1));
 }
 
 function refused(reason: ReturnRefusal): AppError {
@@ -50,15 +41,23 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
   return {
     async list(
       accountId: string,
-      query: { status?: string; partner_id?: string; from?: string; to?: string; limit?: number },
+      query: {
+        status?: string;
+        partner_id?: string;
+        record_id?: string;
+        from?: string;
+        to?: string;
+        limit?: number;
+      },
     ) {
       const rows = await repo.listDeliveries(
         accountId,
         {
           status: query.status,
           partnerId: query.partner_id,
-          from: bound(query.from, false),
-          before: bound(query.to, true),
+          recordId: query.record_id,
+          from: timeBound(query.from, false),
+          before: timeBound(query.to, true),
         },
         query.limit ?? DELIVERIES_DEFAULT_LIMIT,
       );

@@ -67,6 +67,7 @@ export interface DeliveryRow {
 export interface DeliveryFilter {
   status?: string;
   partnerId?: string;
+  recordId?: string;
   from?: Date;
   /** Exclusive upper bound. */
   before?: Date;
@@ -290,6 +291,7 @@ export function createDistributionRepo(db: Executor) {
         WHERE d.account_id = ${accountId}::uuid
           AND (${filter.status ?? null}::text IS NULL OR d.status = ${filter.status ?? null}::text)
           AND (${filter.partnerId ?? null}::uuid IS NULL OR d.partner_id = ${filter.partnerId ?? null}::uuid)
+          AND (${filter.recordId ?? null}::uuid IS NULL OR d.record_id = ${filter.recordId ?? null}::uuid)
           AND (${filter.from ?? null}::timestamptz IS NULL OR d.created_at >= ${filter.from ?? null}::timestamptz)
           AND (${filter.before ?? null}::timestamptz IS NULL OR d.created_at < ${filter.before ?? null}::timestamptz)
         ORDER BY d.created_at DESC, d.id DESC

@@ -92,6 +92,7 @@ export const DeliveriesQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ enum: [...DELIVERY_STATUSES] })),
     partner_id: Type.Optional(Uuid),
+    record_id: Type.Optional(Type.String({ format: 'uuid', description: "only this record's deliveries" })),
     from: Type.Optional(DateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC')),
     to: Type.Optional(
       DateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),

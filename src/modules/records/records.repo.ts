@@ -596,6 +596,24 @@ export function createRecordsRepo(db: Executor) {
 export type RecordsRepo = ReturnType<typeof createRecordsRepo>;
 
 /** Records with their entity key and stage names: the shape every record answer is built from. */
+/** Filters of the record list (`GET /api/v1/records`); upper time bounds are exclusive. */
+export interface RecordsListFilter {
+  entityId?: string;
+  updatedSince?: Date;
+  createdFrom?: Date;
+  createdBefore?: Date;
+  stage?: string;
+  pipeline?: string;
+  source?: string;
+  /** Contained in the name or the email address, any case. */
+  text?: string;
+}
+
+/** A LIKE pattern matching `text` literally (backslash is the default escape character). */
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
 function selectFullRecords(tx: Executor, accountId: string) {
   return tx
     .selectFrom('records')
@@ -708,16 +726,45 @@ export function createRecordsReadRepo(db: Executor) {
     /** Records changed at or after `updatedSince`, oldest change first, after the cursor position. */
     list(
       accountId: string,
-      filter: { entityId?: string; updatedSince?: Date },
+      filter: RecordsListFilter,
+      order: 'updated' | 'newest',
       limit: number,
-      after: { updatedAt: string; id: string } | null,
+      after: { at: string; id: string } | null,
       tx: Executor = db,
     ) {
       let query = selectFullRecords(tx, accountId);
       if (filter.entityId) query = query.where('records.entity_id', '=', filter.entityId);
       if (filter.updatedSince) query = query.where('records.updated_at', '>=', filter.updatedSince);
+      if (filter.createdFrom) query = query.where('records.created_at', '>=', filter.createdFrom);
+      if (filter.createdBefore) query = query.where('records.created_at', '<', filter.createdBefore);
+      if (filter.stage !== undefined) query = query.where('stages.name', '=', filter.stage);
+      if (filter.pipeline !== undefined) query = query.where('pipelines.name', '=', filter.pipeline);
+      if (filter.source !== undefined) query = query.where('records.source', '=', filter.source);
+      if (filter.text !== undefined) {
+        const pattern = `%${escapeLike(filter.text)}%`;
+        const lower = `%${escapeLike(filter.text.toLowerCase())}%`;
+        query = query.where((eb) =>
+          eb.or([eb('records.name', 'ilike', pattern), eb('records.email_lc', 'like', lower)]),
+        );
+      }
+      if (order === 'newest') {
+        if (after) {
+          const at = new Date(after.at);
+          query = query.where((eb) =>
+            eb.or([
+              eb('records.created_at', '<', at),
+              eb.and([eb('records.created_at', '=', at), eb('records.id', '<', after.id)]),
+            ]),
+          );
+        }
+        return query
+          .orderBy('records.created_at', 'desc')
+          .orderBy('records.id', 'desc')
+          .limit(limit)
+          .execute();
+      }
       if (after) {
-        const at = new Date(after.updatedAt);
+        const at = new Date(after.at);
         query = query.where((eb) =>
           eb.or([
             eb('records.updated_at', '>', at),

@@ -62,10 +62,50 @@ export const RecordHistory = Type.Object({
 
 export const RecordList = Type.Object({ records: Type.Array(RecordOut), next_cursor: NextCursor });
 
+const DateOrTimestamp = (description: string) =>
+  Type.Union(
+    [Type.String({ format: 'date', maxLength: 10 }), Type.String({ format: 'date-time', maxLength: 64 })],
+    {
+      description,
+    },
+  );
+
+export const RECORD_ORDERS = ['updated', 'newest'] as const;
+
 export const RecordListQuery = Type.Object({
   entity: Type.Optional(Type.String({ maxLength: 100 })),
   updated_since: Type.Optional(
     Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 timestamp with offset' }),
+  ),
+  stage: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'records in the stage of this name (CRM)' }),
+  ),
+  pipeline: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'records in the pipeline of this name (CRM)' }),
+  ),
+  source: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'records whose origin source has this name' }),
+  ),
+  created_from: Type.Optional(
+    DateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+  ),
+  created_to: Type.Optional(
+    DateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
+  ),
+  q: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'text contained in the name or the email address, any case',
+    }),
+  ),
+  order: Type.Optional(
+    Type.String({
+      enum: [...RECORD_ORDERS],
+      default: 'updated',
+      description:
+        '`updated`: oldest change first (for polling with updated_since); `newest`: newest creation first (for screens)',
+    }),
   ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
   cursor: Type.Optional(Cursor),

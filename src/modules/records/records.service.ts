@@ -5,7 +5,7 @@ import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
-import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, isStorableTime, timeBound } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import { isFileType } from '../entities/entities.model.ts';
@@ -21,7 +21,22 @@ import {
   missingRequired,
 } from './field-values.ts';
 import { recordEventData } from './record-webhooks.ts';
-import type { RecordsReadRepo, RecordsRepo } from './records.repo.ts';
+import type { RecordsListFilter, RecordsReadRepo, RecordsRepo } from './records.repo.ts';
+
+/** The query of `GET /api/v1/records`, as validated by its schema. */
+export interface RecordListFilter {
+  entity?: string;
+  updated_since?: string;
+  stage?: string;
+  pipeline?: string;
+  source?: string;
+  created_from?: string;
+  created_to?: string;
+  q?: string;
+  order?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 /** Record tokens live 30 days unless made shorter (decisions §6). */
 const RECORD_TOKEN_MAX_DAYS = 30;
@@ -184,33 +199,44 @@ export function createRecordsService({
       return present(found.record, found.record.documents);
     },
 
-    async list(
-      accountId: string,
-      query: { entity?: string; updated_since?: string; limit?: number; cursor?: string },
-    ) {
+    async list(accountId: string, query: RecordListFilter) {
       const limit = query.limit ?? 100;
+      const newest = query.order === 'newest';
       let entityId: string | undefined;
       if (query.entity) {
         const entity = await entities.find(accountId, query.entity);
         if (!entity) throw new AppError('unknown_entity', { message: `No entity ${query.entity}` });
         entityId = entity.id;
       }
-      const updatedSince = query.updated_since ? new Date(query.updated_since) : undefined;
-      if (updatedSince && !isStorableTime(updatedSince)) {
-        throw new AppError('validation_failed', {
-          details: [
-            {
-              key: 'updated_since',
-              reason: 'invalid_format',
-              message: 'updated_since must be an ISO timestamp',
-            },
-          ],
-        });
+      const times = {
+        updated_since: query.updated_since ? new Date(query.updated_since) : undefined,
+        created_from: timeBound(query.created_from, false),
+        created_to: timeBound(query.created_to, true),
+      };
+      const problems: ValidationDetail[] = [];
+      for (const [key, at] of Object.entries(times)) {
+        if (at && !isStorableTime(at))
+          problems.push({
+            key,
+            reason: 'invalid_format',
+            message: `${key} must be an ISO date or timestamp`,
+          });
       }
-      let after: { updatedAt: string; id: string } | null = null;
+      if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+      let after: { at: string; id: string } | null = null;
       const position = decodeCursor(query.cursor);
-      if (position) after = { updatedAt: position.createdAt, id: position.id };
-      const rows = await reads.list(accountId, { entityId, updatedSince }, limit + 1, after);
+      if (position) after = { at: position.createdAt, id: position.id };
+      const filter: RecordsListFilter = {
+        entityId,
+        updatedSince: times.updated_since,
+        createdFrom: times.created_from,
+        createdBefore: times.created_to,
+        stage: query.stage,
+        pipeline: query.pipeline,
+        source: query.source,
+        text: query.q,
+      };
+      const rows = await reads.list(accountId, filter, newest ? 'newest' : 'updated', limit + 1, after);
       const page = rows.slice(0, limit);
       const documents = await reads.documentsOf(
         accountId,
@@ -225,7 +251,10 @@ export function createRecordsService({
       const last = page[page.length - 1];
       return {
         records: recordsOut,
-        next_cursor: rows.length > limit && last ? encodeCursor(last.updated_at, last.id) : null,
+        next_cursor:
+          rows.length > limit && last
+            ? encodeCursor(newest ? last.created_at : last.updated_at, last.id)
+            : null,
       };
     },
 

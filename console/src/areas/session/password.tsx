@@ -1,9 +1,10 @@
+import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Button, Form } from 'react-aria-components';
 import { Link, useSearchParams } from 'react-router';
 import { ApiError, api } from '../../lib/api.ts';
 import { useT } from '../../lib/i18n.tsx';
-import { useSessionQuery } from '../../lib/session.tsx';
+import { SESSION_KEY, useSessionQuery } from '../../lib/session.tsx';
 import { useDescribeError } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/fields.tsx';
 import { LanguageSwitcher } from '../../ui/language.tsx';
@@ -20,6 +21,7 @@ export function PasswordPage() {
   const [params] = useSearchParams();
   const token = params.get('token');
   const session = useSessionQuery();
+  const client = useQueryClient();
   const [current, setCurrent] = useState('');
   const [password, setPassword] = useState('');
   const [repeat, setRepeat] = useState('');
@@ -30,6 +32,8 @@ export function PasswordPage() {
   if (session.isPending) return <Loading />;
   const signedIn = Boolean(session.data);
   const withToken = token !== null && token !== '';
+  // Without a password yet (signed in by a link), the new one is enough (decisions §14).
+  const needsCurrent = !withToken && session.data?.user.has_password !== false;
 
   async function save(event: FormEvent) {
     event.preventDefault();
@@ -40,10 +44,15 @@ export function PasswordPage() {
     try {
       await api('/api/v1/session/password', {
         method: 'POST',
-        body: withToken ? { token, password } : { current_password: current, password },
+        body: withToken
+          ? { token, password }
+          : current === ''
+            ? { password }
+            : { current_password: current, password },
         allowUnauthorized: true,
       });
       setDone(true);
+      await client.invalidateQueries({ queryKey: SESSION_KEY });
     } catch (failure) {
       if (failure instanceof ApiError && failure.status === 401)
         setError(withToken ? t('linkInvalid') : t('wrongCurrent'));
@@ -59,7 +68,7 @@ export function PasswordPage() {
         <div className="auth-tools">
           <LanguageSwitcher />
         </div>
-        <PageTitle>{withToken ? t('setPasswordTitle') : t('changePasswordTitle')}</PageTitle>
+        <PageTitle>{needsCurrent ? t('changePasswordTitle') : t('setPasswordTitle')}</PageTitle>
         {done ? (
           <>
             <p role="status">{signedIn && !withToken ? t('passwordSaved') : t('passwordSavedSignIn')}</p>
@@ -77,16 +86,16 @@ export function PasswordPage() {
           </p>
         ) : (
           <Form onSubmit={save} className="form">
-            {withToken ? null : (
+            {needsCurrent ? (
               <TextField
                 label={t('currentPassword')}
                 type="password"
                 autoComplete="current-password"
+                description={t('currentPasswordHint')}
                 value={current}
                 onChange={setCurrent}
-                isRequired
               />
-            )}
+            ) : null}
             <TextField
               label={t('newPassword')}
               type="password"
