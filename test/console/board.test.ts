@@ -15,18 +15,7 @@ import {
   signInContext,
   startConsoleServer,
 } from './browser.ts';
-
-const STAGES = ['New', 'Contacted', 'Won', 'Lost'];
-
-export const DEAL_ENTITY = {
-  name: 'Deal',
-  fields: [
-    { key: 'first_name', label: 'First name', type: 'text', role: 'first_name' },
-    { key: 'last_name', label: 'Last name', type: 'text', role: 'last_name' },
-    { key: 'email', label: 'Email', type: 'text', format: 'email', role: 'email' },
-  ],
-  pipelines: [{ name: 'Sales', stages: STAGES }],
-};
+import { DEAL_ENTITY, STAGES } from './crm-support.ts';
 
 describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console board on %s', (kind) => {
   let server: ConsoleServer;
@@ -47,7 +36,8 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console board on %s', (k
         meta: { source: 'web' },
       })
     ).id;
-  const stageOf = async (id: string): Promise<string> => (await call('GET', `/api/v1/records/${id}`)).crm.stage;
+  const stageOf = async (id: string): Promise<string> =>
+    (await call('GET', `/api/v1/records/${id}`)).crm.stage;
 
   const column = (page: Page, stage: string) => page.getByRole('grid', { name: `Records in ${stage}` });
   const card = (page: Page, stage: string, name: string) =>
