@@ -66,6 +66,8 @@ export async function newPage(
     baseURL: server.base,
     locale: options.locale ?? 'en-GB',
     viewport: { width, height: width < 600 ? 812 : 900 },
+    // The console's Content-Security-Policy allows no inline script; axe-core is injected as one.
+    bypassCSP: true,
     ...(width < 600 ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
   });
   const page = await context.newPage();
