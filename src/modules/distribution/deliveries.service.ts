@@ -1,5 +1,6 @@
 import type { Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
+import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import type { DistributionRepo } from './distribution.repo.ts';
@@ -50,8 +51,16 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
   return {
     async list(
       accountId: string,
-      query: { status?: string; partner_id?: string; from?: string; to?: string; limit?: number },
+      query: {
+        status?: string;
+        partner_id?: string;
+        from?: string;
+        to?: string;
+        limit?: number;
+        cursor?: string;
+      },
     ) {
+      const limit = query.limit ?? DELIVERIES_DEFAULT_LIMIT;
       const rows = await repo.listDeliveries(
         accountId,
         {
@@ -59,10 +68,12 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
           partnerId: query.partner_id,
           from: bound(query.from, false),
           before: bound(query.to, true),
+          after: decodeCursor(query.cursor),
         },
-        query.limit ?? DELIVERIES_DEFAULT_LIMIT,
+        limit + 1,
       );
-      return { deliveries: rows.map(deliveryView) };
+      const page = pageOf(rows, limit);
+      return { deliveries: page.items.map(deliveryView), next_cursor: page.nextCursor };
     },
 
     /**
