@@ -2,3 +2,4 @@
 // Navigation order comes from each area's `nav.order`, not from the order here.
 export { area as records } from './areas/records/area.tsx';
 export { area as session } from './areas/session/area.tsx';
+export { area as deliveries } from './areas/deliveries/area.tsx';
