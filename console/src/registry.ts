@@ -3,3 +3,4 @@
 export { area as records } from './areas/records/area.tsx';
 export { area as session } from './areas/session/area.tsx';
 export { area as deliveries } from './areas/deliveries/area.tsx';
+export { area as partners } from './areas/partners/area.tsx';
