@@ -297,7 +297,9 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     expect(two).toEqual({ deliveries: theirs.slice(1, 2), next_cursor: null });
     const forged = await list(`?cursor=${Buffer.from('["yesterday","x"]').toString('base64url')}`);
     expect(forged.status).toBe(422);
-    expect(forged.body.details).toEqual([expect.objectContaining({ key: 'cursor', reason: 'invalid_format' })]);
+    expect(forged.body.details).toEqual([
+      expect.objectContaining({ key: 'cursor', reason: 'invalid_format' }),
+    ]);
     expect((await list('?cursor=not%20base64')).status).toBe(422);
     expect((await list('?limit=501')).status).toBe(422);
     expect((await list('?status=lost')).status).toBe(422);

@@ -39,7 +39,12 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
       const own = await distributionAccount(t);
       const reason = (await call('POST', REASONS, { name: 'No answer' }, own.apiKey)).json();
       const wrong = await wrongCredentials(t, own, 'settings');
-      const listed = await call('GET', '/api/v1/distribution/return-reasons', undefined, wrong.withoutPermission);
+      const listed = await call(
+        'GET',
+        '/api/v1/distribution/return-reasons',
+        undefined,
+        wrong.withoutPermission,
+      );
       expect(listed.statusCode).toBe(200);
       expect(listed.json()).toEqual({ return_reasons: [reason] });
       // Without the distribution permission, or without the module, it is refused.
@@ -53,9 +58,9 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
       );
       // Another account's reasons are never listed.
       expect(
-        (await call('GET', '/api/v1/distribution/return-reasons')).json().return_reasons.map(
-          (r: { id: string }) => r.id,
-        ),
+        (await call('GET', '/api/v1/distribution/return-reasons'))
+          .json()
+          .return_reasons.map((r: { id: string }) => r.id),
       ).not.toContain(reason.id);
     });
   });

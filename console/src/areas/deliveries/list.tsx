@@ -61,7 +61,8 @@ export function DeliveriesList() {
   });
   const partners = useQuery({
     queryKey: [...PARTNERS_KEY, 'all'],
-    queryFn: ({ signal }) => api<PartnerPage>('/api/v1/distribution/partners', { query: { limit: 500 }, signal }),
+    queryFn: ({ signal }) =>
+      api<PartnerPage>('/api/v1/distribution/partners', { query: { limit: 500 }, signal }),
   });
 
   const setFilter = (key: (typeof FILTERS)[number], value: string) => {
@@ -73,20 +74,36 @@ export function DeliveriesList() {
   };
 
   const columns: ColumnDef<Delivery>[] = [
-    { id: 'created_at', label: t('created'), render: (r) => format.dateTime(r.created_at), alwaysVisible: true },
+    {
+      id: 'created_at',
+      label: t('created'),
+      render: (r) => format.dateTime(r.created_at),
+      alwaysVisible: true,
+    },
     {
       id: 'record',
       label: t('record'),
-      render: (r) => <Link to={`/records/${r.record_id}`}>{t('openRecord', { id: r.record_id.slice(0, 8) })}</Link>,
+      render: (r) => (
+        <Link to={`/records/${r.record_id}`}>{t('openRecord', { id: r.record_id.slice(0, 8) })}</Link>
+      ),
     },
-    { id: 'partner', label: t('partner'), render: (r) => <Link to={`/partners/${r.partner_id}`}>{r.partner}</Link> },
+    {
+      id: 'partner',
+      label: t('partner'),
+      render: (r) => <Link to={`/partners/${r.partner_id}`}>{r.partner}</Link>,
+    },
     { id: 'status', label: t('status'), render: (r) => d(`status.${r.status}`) },
     { id: 'price', label: t('price'), render: (r) => format.money(r.price_cents, r.currency) },
     { id: 'rule', label: t('rule'), render: (r) => r.rule, defaultVisible: false },
     { id: 'channel', label: t('channel'), render: (r) => d(`channel.${r.channel}`), defaultVisible: false },
     { id: 'attempts', label: t('attempts'), render: (r) => format.number(r.attempts), defaultVisible: false },
     { id: 'delivered_at', label: t('delivered'), render: (r) => format.dateTime(r.delivered_at) },
-    { id: 'returned_at', label: t('returned'), render: (r) => format.dateTime(r.returned_at), defaultVisible: false },
+    {
+      id: 'returned_at',
+      label: t('returned'),
+      render: (r) => format.dateTime(r.returned_at),
+      defaultVisible: false,
+    },
     { id: 'error', label: t('error'), render: (r) => r.error ?? '', defaultVisible: false },
     ...(mayReturn
       ? [
@@ -153,11 +170,7 @@ export function DeliveriesList() {
         </Button>
       </search>
       {returning ? (
-        <ReturnPanel
-          key={returning.id}
-          delivery={returning}
-          onDone={() => setReturning(null)}
-        />
+        <ReturnPanel key={returning.id} delivery={returning} onDone={() => setReturning(null)} />
       ) : null}
       {list.isPending ? <Loading /> : null}
       <ErrorText error={list.error} />
@@ -266,7 +279,12 @@ function ReturnPanel({ delivery, onDone }: { delivery: Delivery; onDone(): void 
               ...(reasons.data?.return_reasons ?? []).map((r) => ({ id: r.id, label: r.name })),
             ]}
           />
-          <TextField label={t('reportedBy')} value={reportedBy} onChange={setReportedBy} error={errors.reported_by} />
+          <TextField
+            label={t('reportedBy')}
+            value={reportedBy}
+            onChange={setReportedBy}
+            error={errors.reported_by}
+          />
         </div>
         <TextField label={t('text')} value={text} onChange={setText} multiline error={errors.text} />
         <ErrorText error={reasons.error} />

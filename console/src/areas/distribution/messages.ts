@@ -125,8 +125,7 @@ export const distributionMessages = defineMessages(
     testRequest: 'Gesendet an',
     testBody: 'Gesendeter Inhalt',
     secretTitle: 'Signaturgeheimnis',
-    secretOnce:
-      'Jetzt kopieren: Es wird nur einmal gezeigt. Empfänger prüfen damit webhook-signature.',
+    secretOnce: 'Jetzt kopieren: Es wird nur einmal gezeigt. Empfänger prüfen damit webhook-signature.',
     copy: 'Kopieren',
     copied: 'In die Zwischenablage kopiert.',
     copyFailed: 'Kopieren fehlgeschlagen; markieren Sie das Geheimnis und kopieren Sie es von Hand.',

@@ -26,7 +26,8 @@ export function useDistributionText() {
       p.schedule
         ? `${p.schedule.weekdays.map((d) => t(`weekday${d}` as 'weekday1')).join(', ')} ${p.schedule.from}–${p.schedule.to} (${p.schedule.time_zone})`
         : t('always'),
-    state: (p: Participation) => (p.paused ? (p.paused_reason === 'gone' ? t('pausedGone') : t('paused')) : t('active')),
+    state: (p: Participation) =>
+      p.paused ? (p.paused_reason === 'gone' ? t('pausedGone') : t('paused')) : t('active'),
   };
 }
 
@@ -150,7 +151,10 @@ export function TestResultPanel({ result, onHide }: { result: TestResult; onHide
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
   return (
-    <section className={`panel test-result ${result.ok ? 'ok' : 'failed'}`} aria-labelledby="test-result-title">
+    <section
+      className={`panel test-result ${result.ok ? 'ok' : 'failed'}`}
+      aria-labelledby="test-result-title"
+    >
       <h3 id="test-result-title" tabIndex={-1} ref={heading}>
         {t('testResult')}: {result.ok ? t('testOk') : t('testFailed')}
       </h3>

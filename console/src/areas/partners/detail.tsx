@@ -31,7 +31,8 @@ export function PartnerPage() {
   });
   const setups = useQuery({
     queryKey: SETUPS_KEY,
-    queryFn: ({ signal }) => api<{ distributions: DistributionSetup[] }>('/api/v1/settings/distributions', { signal }),
+    queryFn: ({ signal }) =>
+      api<{ distributions: DistributionSetup[] }>('/api/v1/settings/distributions', { signal }),
     enabled: isAdmin,
   });
   const retire = useMutation({

@@ -85,7 +85,8 @@ export function PartnerForm({ partner, onSaved }: { partner?: Partner; onSaved(i
   const client = useQueryClient();
   const initial = valuesOf(partner);
   const [values, setValues] = useState<Values>(initial);
-  const set = <K extends keyof Values>(key: K, value: Values[K]) => setValues((v) => ({ ...v, [key]: value }));
+  const set = <K extends keyof Values>(key: K, value: Values[K]) =>
+    setValues((v) => ({ ...v, [key]: value }));
 
   const save = useMutation({
     mutationFn: () => {
@@ -112,7 +113,11 @@ export function PartnerForm({ partner, onSaved }: { partner?: Partner; onSaved(i
   const general =
     error && Object.keys(errors).length === 0 ? describe(error) : error ? t('checkFields') : null;
 
-  const field = (key: TextKey, label: string, extra: { type?: 'email' | 'tel'; description?: string } = {}) => (
+  const field = (
+    key: TextKey,
+    label: string,
+    extra: { type?: 'email' | 'tel'; description?: string } = {},
+  ) => (
     <TextField
       label={label}
       value={values[key]}

@@ -32,7 +32,10 @@ export function PartnersList() {
   const list = useQuery({
     queryKey: [...PARTNERS_KEY, { q, cursor: pages.cursor }],
     queryFn: ({ signal }) =>
-      api<PartnerPage>('/api/v1/distribution/partners', { query: { q, limit: 50, cursor: pages.cursor }, signal }),
+      api<PartnerPage>('/api/v1/distribution/partners', {
+        query: { q, limit: 50, cursor: pages.cursor },
+        signal,
+      }),
   });
   const columns: ColumnDef<Partner>[] = [
     { id: 'name', label: t('name'), render: (p) => p.name, alwaysVisible: true },

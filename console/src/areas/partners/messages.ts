@@ -94,8 +94,7 @@ export const messages = defineMessages(
     broughtBack: 'Partner ist wieder aktiv.',
     nameTaken: 'Ein anderer Partner hat diesen Namen schon.',
     deliveriesOf: 'Lieferungen an diesen Partner',
-    participationsAdminOnly:
-      'Teilnahmen verwalten Administratoren unter Einstellungen → Verteilung.',
+    participationsAdminOnly: 'Teilnahmen verwalten Administratoren unter Einstellungen → Verteilung.',
     setupLink: 'Teilnahmen einrichten',
     back: 'Alle Partner',
     checkFields: 'Einige Felder sind zu prüfen.',
