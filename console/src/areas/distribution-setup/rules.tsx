@@ -20,6 +20,7 @@ import { messages } from './messages.ts';
 import { integerOrText } from './participation-form.tsx';
 
 interface ConditionDraft {
+  key: number;
   field: string | null;
   op: RuleFilter['op'];
   value: string;
@@ -44,6 +45,7 @@ function text(value: unknown): string {
 
 function conditionOf(f: RuleFilter): ConditionDraft {
   return {
+    key: nextKey++,
     field: f.field,
     op: f.op,
     value:
@@ -205,7 +207,7 @@ export function RulesEditor({
               const cat = (key: string) => errors[`${index}.filter.${ci}.${key}`];
               const valueKey = c.op === 'in' ? 'values' : c.op === 'postal_prefix' ? 'prefix' : 'value';
               return (
-                <div key={`${rule.key}-${ci}`} className="filters condition">
+                <div key={c.key} className="filters condition">
                   <SelectField
                     label={t('field')}
                     value={c.field}
@@ -262,7 +264,14 @@ export function RulesEditor({
                   change(index, {
                     filter: [
                       ...rule.filter,
-                      { field: fields[0]?.key ?? null, op: 'equals', value: '', min: '', max: '' },
+                      {
+                        key: nextKey++,
+                        field: fields[0]?.key ?? null,
+                        op: 'equals',
+                        value: '',
+                        min: '',
+                        max: '',
+                      },
                     ],
                   })
                 }
