@@ -201,7 +201,7 @@ export function RulesEditor({
               ))}
               {at('participation_ids') ? <p className="error-text">{at('participation_ids')}</p> : null}
             </CheckboxGroup>
-            <h4>{t('filter')}</h4>
+            <h3>{t('filter')}</h3>
             {rule.filter.length === 0 ? <p className="muted">{t('noFilter')}</p> : null}
             {rule.filter.map((c, ci) => {
               const cat = (key: string) => errors[`${index}.filter.${ci}.${key}`];
