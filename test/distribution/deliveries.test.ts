@@ -289,6 +289,24 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     expect(
       (await list(`?from=${encodeURIComponent(created[0])}`)).body.deliveries.length,
     ).toBeGreaterThanOrEqual(1);
+    // Pages follow next_cursor with the same filters, without gaps or repeats.
+    expect((await list('')).body.next_cursor).toBeNull();
+    const first = (await list('?limit=3')).body;
+    expect(first.deliveries).toEqual(all.slice(0, 3));
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const second = (await list(`?limit=3&cursor=${first.next_cursor}`)).body;
+    expect(second).toEqual({ deliveries: all.slice(3), next_cursor: null });
+    const theirs = (await list(`?partner_id=${other.partnerId}`)).body.deliveries;
+    const one = (await list(`?partner_id=${other.partnerId}&limit=1`)).body;
+    expect(one.deliveries).toEqual(theirs.slice(0, 1));
+    const two = (await list(`?partner_id=${other.partnerId}&limit=1&cursor=${one.next_cursor}`)).body;
+    expect(two).toEqual({ deliveries: theirs.slice(1, 2), next_cursor: null });
+    const forged = await list(`?cursor=${Buffer.from('["yesterday","x"]').toString('base64url')}`);
+    expect(forged.status).toBe(422);
+    expect(forged.body.details).toEqual([
+      expect.objectContaining({ key: 'cursor', reason: 'invalid_format' }),
+    ]);
+    expect((await list('?cursor=not%20base64')).status).toBe(422);
     expect((await list('?limit=501')).status).toBe(422);
     expect((await list('?status=lost')).status).toBe(422);
     expect((await list('?from=yesterday')).status).toBe(422);

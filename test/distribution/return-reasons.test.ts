@@ -34,6 +34,37 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
     });
   });
 
+  describe('read for returns', () => {
+    it('lists the same reasons under /api/v1/distribution/return-reasons for keys that may return', async () => {
+      const own = await distributionAccount(t);
+      const reason = (await call('POST', REASONS, { name: 'No answer' }, own.apiKey)).json();
+      const wrong = await wrongCredentials(t, own, 'settings');
+      const listed = await call(
+        'GET',
+        '/api/v1/distribution/return-reasons',
+        undefined,
+        wrong.withoutPermission,
+      );
+      expect(listed.statusCode).toBe(200);
+      expect(listed.json()).toEqual({ return_reasons: [reason] });
+      // Without the distribution permission, or without the module, it is refused.
+      const withoutDistribution = await wrongCredentials(t, own, 'distribution');
+      const without = await t.createAccount({ modules: ['crm'] });
+      await expectRefusedCredentials(
+        t,
+        [['GET', '/api/v1/distribution/return-reasons', undefined]],
+        withoutDistribution,
+        without,
+      );
+      // Another account's reasons are never listed.
+      expect(
+        (await call('GET', '/api/v1/distribution/return-reasons'))
+          .json()
+          .return_reasons.map((r: { id: string }) => r.id),
+      ).not.toContain(reason.id);
+    });
+  });
+
   describe('errors', () => {
     it('refuses a taken name in any case with 409 return_reason_taken', async () => {
       await call('POST', REASONS, { name: 'Not interested' });

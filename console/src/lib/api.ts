@@ -15,6 +15,8 @@ export class ApiError extends Error {
   readonly details: unknown;
   /** Seconds to wait, from `Retry-After` (429). */
   readonly retryAfter: number | null;
+  /** The whole error body, for members beside `error` (e.g. a refused return's `reason`). */
+  readonly body: ErrorBody & Record<string, unknown>;
 
   constructor(status: number, body: ErrorBody, retryAfter: number | null = null) {
     super(body.message ?? body.error);
@@ -23,6 +25,7 @@ export class ApiError extends Error {
     this.code = body.error;
     this.details = body.details;
     this.retryAfter = retryAfter;
+    this.body = body as ErrorBody & Record<string, unknown>;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
-import { timeBound } from '../../lib/cursor.ts';
+import { decodeCursor, pageOf, timeBound } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import type { DistributionRepo } from './distribution.repo.ts';
@@ -48,8 +48,10 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
         from?: string;
         to?: string;
         limit?: number;
+        cursor?: string;
       },
     ) {
+      const limit = query.limit ?? DELIVERIES_DEFAULT_LIMIT;
       const rows = await repo.listDeliveries(
         accountId,
         {
@@ -58,10 +60,12 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
           recordId: query.record_id,
           from: timeBound(query.from, false),
           before: timeBound(query.to, true),
+          after: decodeCursor(query.cursor),
         },
-        query.limit ?? DELIVERIES_DEFAULT_LIMIT,
+        limit + 1,
       );
-      return { deliveries: rows.map(deliveryView) };
+      const page = pageOf(rows, limit);
+      return { deliveries: page.items.map(deliveryView), next_cursor: page.nextCursor };
     },
 
     /**

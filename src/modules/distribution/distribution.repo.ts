@@ -71,6 +71,8 @@ export interface DeliveryFilter {
   from?: Date;
   /** Exclusive upper bound. */
   before?: Date;
+  /** Only rows after this position of the newest-first order (the last row of the page before). */
+  after?: { createdAt: string; id: string } | null;
 }
 
 /** The SQL of distribution runs, deliveries and returns. */
@@ -285,6 +287,8 @@ export function createDistributionRepo(db: Executor) {
 
     /** Deliveries newest first, filtered as the on-screen list. */
     async listDeliveries(accountId: string, filter: DeliveryFilter, limit: number, tx: Executor = db) {
+      const afterAt = filter.after ? new Date(filter.after.createdAt) : null;
+      const afterId = filter.after?.id ?? null;
       const result = await sql<DeliveryRow>`
         SELECT ${DELIVERY_COLUMNS}
         FROM deliveries d JOIN partners p ON p.account_id = d.account_id AND p.id = d.partner_id
@@ -294,6 +298,8 @@ export function createDistributionRepo(db: Executor) {
           AND (${filter.recordId ?? null}::uuid IS NULL OR d.record_id = ${filter.recordId ?? null}::uuid)
           AND (${filter.from ?? null}::timestamptz IS NULL OR d.created_at >= ${filter.from ?? null}::timestamptz)
           AND (${filter.before ?? null}::timestamptz IS NULL OR d.created_at < ${filter.before ?? null}::timestamptz)
+          AND (${afterAt}::timestamptz IS NULL
+            OR (d.created_at, d.id) < (${afterAt}::timestamptz, ${afterId}::uuid))
         ORDER BY d.created_at DESC, d.id DESC
         LIMIT ${limit}`.execute(tx);
       return result.rows;

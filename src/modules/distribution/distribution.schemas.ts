@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Timestamp, Uuid } from '../../http/schemas.ts';
+import { Cursor, Timestamp, Uuid } from '../../http/schemas.ts';
 import { DELIVERIES_DEFAULT_LIMIT, DELIVERIES_MAX_LIMIT } from './deliveries.service.ts';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'returned'] as const;
@@ -105,11 +105,17 @@ export const DeliveriesQuery = Type.Object(
         description: `at most ${DELIVERIES_MAX_LIMIT}; more answers 422`,
       }),
     ),
+    cursor: Type.Optional(Cursor),
   },
   { additionalProperties: false },
 );
 
-export const DeliveryList = Type.Object({ deliveries: Type.Array(Delivery) });
+export const DeliveryList = Type.Object({
+  deliveries: Type.Array(Delivery),
+  next_cursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'the cursor of the next page with the same filters; null on the last page',
+  }),
+});
 
 export const ReturnBody = Type.Object(
   {

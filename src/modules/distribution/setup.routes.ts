@@ -24,6 +24,8 @@ const auth = {
   module: 'distribution' as const,
 };
 const tags = ['Settings: distribution'];
+/** Reading the return reasons is also for whoever may return deliveries (permission `distribution`). */
+const returnsAuth = { ...auth, permission: 'distribution' as const };
 
 /** Settings API of distributions (decisions §8): setups, participations, rules, return reasons. */
 export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = async (app, { setup }) => {
@@ -149,6 +151,21 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
         tags,
         operationId: 'listReturnReasons',
         summary: 'The return reasons of the account, oldest first',
+        response: { 200: ReturnReasonList, ...s2Errors },
+      },
+    },
+    async (request) => setup.listReturnReasons(accountIdOf(request)),
+  );
+
+  app.get(
+    '/api/v1/distribution/return-reasons',
+    {
+      config: { auth: returnsAuth },
+      schema: {
+        tags: ['Distribution'],
+        operationId: 'listReturnReasonsForReturns',
+        summary:
+          'The return reasons of the account, oldest first, for callers that return deliveries (permission distribution)',
         response: { 200: ReturnReasonList, ...s2Errors },
       },
     },
