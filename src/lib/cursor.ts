@@ -56,3 +56,18 @@ export function isStorableTime(date: Date): boolean {
   const time = date.getTime();
   return time >= EARLIEST && time <= LATEST;
 }
+
+const DAY_MS = 86_400_000;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A bound of a time filter (`from`/`to`, `created_from`/`created_to`): a date means its whole day
+ * (UTC), a timestamp the instant. An upper bound comes back exclusive: the instant after `to`,
+ * or the start of the day after a date.
+ */
+export function timeBound(value: string | undefined, upper: boolean): Date | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(DATE_ONLY.test(value) ? `${value}T00:00:00.000Z` : value);
+  if (!upper) return at;
+  return new Date(at.getTime() + (DATE_ONLY.test(value) ? DAY_MS : 1));
+}
