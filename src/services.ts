@@ -100,7 +100,7 @@ export function createServices({
   });
   const recordsRepo = createRecordsRepo(db);
   const entities = createEntitiesService({ db, repo: createEntitiesRepo(db), records: recordsRepo, jobs });
-  const sources = createSourcesService({ db, repo: createSourcesRepo(db) });
+  const sources = createSourcesService({ db, repo: createSourcesRepo(db), currentPublicUrl });
   const usersRepo = createUsersRepo(db);
   const users = createUsersService({ repo: usersRepo });
   const idempotency = createIdempotencyService({ repo: createIdempotencyRepo(db) });
