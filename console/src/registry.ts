@@ -1,4 +1,7 @@
 // The console's areas, one line each: `export { area as <name> } from './areas/<name>/area.tsx';`
 // Navigation order comes from each area's `nav.order`, not from the order here.
+
+export { area as intakeLog } from './areas/intake-log/area.tsx';
 export { area as records } from './areas/records/area.tsx';
 export { area as session } from './areas/session/area.tsx';
+export { area as settings } from './areas/settings/area.tsx';

@@ -344,9 +344,15 @@ export const IntakeLogQuery = Type.Object({
     }),
   ),
   request_id: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: 'the entry of the call with this X-Request-Id' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'the entry of the call with this X-Request-Id',
+    }),
   ),
-  created_from: Type.Optional(TimeBound('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC')),
+  created_from: Type.Optional(
+    TimeBound('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+  ),
   created_to: Type.Optional(TimeBound('entries written at or before; a date includes that whole day (UTC)')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
   cursor: Type.Optional(Cursor),

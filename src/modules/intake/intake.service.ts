@@ -958,7 +958,11 @@ export function createIntakeService({
         ['created_to', filter.before],
       ] as const) {
         if (at && !isStorableTime(at))
-          problems.push({ key, reason: 'invalid_format', message: `${key} must be an ISO date or timestamp` });
+          problems.push({
+            key,
+            reason: 'invalid_format',
+            message: `${key} must be an ISO date or timestamp`,
+          });
       }
       if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
       const rows = await intakeLog.list(accountId, filter, limit + 1, decodeCursor(query.cursor));

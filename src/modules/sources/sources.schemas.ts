@@ -100,7 +100,8 @@ export const Token = Type.String({
 });
 
 export const IntakeUrl = Type.String({
-  description: 'PUBLIC_URL/api/v1/in/{token}: where the source posts (and a website form’s action); shown only here',
+  description:
+    'PUBLIC_URL/api/v1/in/{token}: where the source posts (and a website form’s action); shown only here',
 });
 
 export const SourceView = Type.Object({
