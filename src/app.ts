@@ -28,6 +28,7 @@ import { documentsRoutes } from './modules/documents/documents.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
 import { intakeRoutes } from './modules/intake/intake.routes.ts';
 import { notesRoutes } from './modules/notes/notes.routes.ts';
+import { sessionsRoutes } from './modules/people/sessions.routes.ts';
 import { recordsRoutes } from './modules/records/records.routes.ts';
 import { sourcesRoutes } from './modules/sources/sources.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
@@ -65,6 +66,7 @@ export function redactUrl(url: string): string {
   return url
     .replace(/\/in\/[^/?#]+/, '/in/[redacted]')
     .replace(/\/book\/bk_[^/?#]+/, '/book/[redacted]')
+    .replace(/\/sign-in\/[^/?#]+/, '/sign-in/[redacted]')
     .replace(/([?&](?:sig|token|key|api_key)=)[^&#]*/gi, '$1[redacted]');
 }
 
@@ -135,6 +137,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(apiKeysRoutes, { apiKeys: services.apiKeys });
   await app.register(sourcesRoutes, { sources: services.sources });
   await app.register(usersRoutes, { users: services.users });
+  await app.register(sessionsRoutes, {
+    sessions: services.sessions,
+    auth: services.auth,
+  });
   await app.register(entitiesRoutes, { entities: services.entities });
   await app.register(crmRoutes, { entities: services.entities, crm: services.crm });
   await app.register(webFormsRoutes, { findSource: (token) => services.auth.findSourceToken(token) });

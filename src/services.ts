@@ -33,6 +33,8 @@ import { createIntakeApi } from './modules/intake/intake.api.ts';
 import { createIntakeRepo } from './modules/intake/intake.repo.ts';
 import { createIntakeService } from './modules/intake/intake.service.ts';
 import { createNotesService } from './modules/notes/notes.service.ts';
+import { createSessionsRepo } from './modules/people/sessions.repo.ts';
+import { createSessionsService } from './modules/people/sessions.service.ts';
 import { createRecordsApi } from './modules/records/records.api.ts';
 import { createRecordsReadRepo, createRecordsRepo } from './modules/records/records.repo.ts';
 import { createRecordsService } from './modules/records/records.service.ts';
@@ -66,6 +68,8 @@ export interface ServiceDeps {
   jobs?: JobEnqueuer;
   /** Lifetime of a booking link in ms (LEADS_BOOKING_LINK_TTL_S). */
   bookingLinkTtlMs?: number;
+  /** Lifetime of an emailed sign-in link in ms (LEADS_SIGNIN_LINK_TTL_S). */
+  signInLinkTtlMs?: number;
   /** The clock of time-dependent rules (booking slots); tests set it. */
   now?: () => Date;
   /** Distribution runs: how long a start waits for first attempts (10 s), and the clock. */
@@ -83,6 +87,7 @@ export function createServices({
   outbound: outboundOptions,
   jobs,
   bookingLinkTtlMs,
+  signInLinkTtlMs,
   now,
   distribution: distributionOptions,
 }: ServiceDeps) {
@@ -101,8 +106,16 @@ export function createServices({
   const recordsRepo = createRecordsRepo(db);
   const entities = createEntitiesService({ db, repo: createEntitiesRepo(db), records: recordsRepo, jobs });
   const sources = createSourcesService({ db, repo: createSourcesRepo(db), currentPublicUrl });
+  const sessions = createSessionsService({
+    db,
+    repo: createSessionsRepo(db),
+    secret,
+    outbound,
+    currentPublicUrl,
+    linkTtlMs: signInLinkTtlMs,
+  });
   const usersRepo = createUsersRepo(db);
-  const users = createUsersService({ repo: usersRepo });
+  const users = createUsersService({ db, repo: usersRepo, revokeSessions: sessions.revokeUser });
   const idempotency = createIdempotencyService({ repo: createIdempotencyRepo(db) });
   const documents = createDocumentsService({
     db,
@@ -202,6 +215,7 @@ export function createServices({
     entities,
     sources,
     users,
+    sessions,
     idempotency,
     intake,
     intakeApi,

@@ -433,13 +433,12 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     },
   },
   'users create': {
-    usage: 'leads users create --email EMAIL --name NAME',
-    options: { email: { type: 'string' }, name: { type: 'string' } },
+    usage: 'leads users create --email EMAIL --name NAME [--role owner|admin|member|viewer]',
+    options: { email: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
     async run(connection, values) {
-      const user = (await call(connection, 'key', 'POST', '/api/v1/settings/users', {
-        email: required(values.email, 'email'),
-        name: required(values.name, 'name'),
-      })) as Row;
+      const body: Row = { email: required(values.email, 'email'), name: required(values.name, 'name') };
+      if (values.role !== undefined) body.role = values.role;
+      const user = (await call(connection, 'key', 'POST', '/api/v1/settings/users', body)) as Row;
       return { json: user, text: `user ${user.id} ${user.email}` };
     },
   },
@@ -447,7 +446,34 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     usage: 'leads users list',
     async run(connection) {
       const rows = await listAll(connection, 'key', '/api/v1/settings/users', 'users');
-      return { json: { users: rows }, text: table(rows, ['id', 'email', 'name']) };
+      return { json: { users: rows }, text: table(rows, ['id', 'email', 'name', 'role']) };
+    },
+  },
+  'users update': {
+    usage:
+      'leads users update USER_ID [--name NAME] [--role owner|admin|member|viewer]   (a new role signs the user out)',
+    options: { name: { type: 'string' }, role: { type: 'string' } },
+    positionals: ['USER_ID'],
+    async run(connection, values, [id]) {
+      const body: Row = {};
+      if (values.name !== undefined) body.name = values.name;
+      if (values.role !== undefined) body.role = values.role;
+      const user = (await call(
+        connection,
+        'key',
+        'PATCH',
+        `/api/v1/settings/users/${encodeURIComponent(id!)}`,
+        body,
+      )) as Row;
+      return { json: user, text: `user ${user.id} ${user.email} ${user.role}` };
+    },
+  },
+  'users remove': {
+    usage: 'leads users remove USER_ID   (signs the user out and takes them off their records)',
+    positionals: ['USER_ID'],
+    async run(connection, _values, [id]) {
+      await call(connection, 'key', 'DELETE', `/api/v1/settings/users/${encodeURIComponent(id!)}`);
+      return { json: { id, removed: true }, text: `removed user ${id}` };
     },
   },
   'automations create': {

@@ -24,12 +24,46 @@ export interface InstanceSettingsTable {
   created_at: CreatedAt;
 }
 
+export type Role = 'owner' | 'admin' | 'member' | 'viewer';
+
 export interface UsersTable {
   account_id: string;
   id: string;
   email: string;
   name: string;
+  role: ColumnType<Role, Role | undefined, Role>;
+  /** argon2id in PHC form; null until the person sets a password. */
+  password_hash: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface SessionsTable {
+  account_id: string;
+  id: string;
+  user_id: string;
+  token_hash: Buffer;
+  via: 'password' | 'link';
+  created_at: CreatedAt;
+  last_seen_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
+export interface SignInTokensTable {
+  account_id: string;
+  id: string;
+  user_id: string;
+  token_hash: Buffer;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface SignInFailuresTable {
+  account_id: Generated<string>;
+  id: string;
+  subject: string;
+  failed_at: CreatedAt;
 }
 
 export interface ApiKeysTable {
@@ -491,6 +525,9 @@ export interface Database {
   accounts: AccountsTable;
   instance_settings: InstanceSettingsTable;
   users: UsersTable;
+  sessions: SessionsTable;
+  sign_in_tokens: SignInTokensTable;
+  sign_in_failures: SignInFailuresTable;
   api_keys: ApiKeysTable;
   sources: SourcesTable;
   source_tokens: SourceTokensTable;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { hashSecret, safeEqual } from '../lib/credentials.ts';
+import { hashSecret, safeEqual, safeEqualStrings } from '../lib/credentials.ts';
 import type { AuthService } from '../modules/auth/auth.service.ts';
 import { AppError } from './errors.ts';
 
@@ -17,6 +17,15 @@ export const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const MODULES = ['crm', 'distribution', 'booking'] as const;
+
+/** A person's roles, from least to most (decisions §14). */
+export const ROLES = ['viewer', 'member', 'admin', 'owner'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** The session cookie (decisions §14). */
+export const SESSION_COOKIE = 'leads_session';
+/** Methods that change state: with the session cookie they need `X-CSRF-Token`. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export type ModuleName = (typeof MODULES)[number];
 
 export interface AuthAccount {
@@ -60,6 +69,17 @@ export type Credential =
     }
   | { kind: 'record_token'; account: AuthAccount; tokenId: string; recordId: string; fields: string[] }
   | { kind: 'signed_url'; account: AuthAccount; documentId: string }
+  | {
+      /** A person signed in to the console: the session cookie (decisions §14). */
+      kind: 'session';
+      account: AuthAccount;
+      sessionId: string;
+      /** How the session was started, and when (a link's session may set a password). */
+      via: 'password' | 'link';
+      startedAt: Date;
+      user: { id: string; email: string; name: string; role: Role; hasPassword: boolean };
+      csrfToken: string;
+    }
   | { kind: 'admin' };
 
 export type CredentialKind = Credential['kind'];
@@ -77,6 +97,35 @@ export interface RouteAuth {
    * acts: a key read in the last seconds is taken from memory (`credential.checked` false).
    */
   rememberedKey?: boolean;
+  /**
+   * The least role a signed-in person needs (session cookie). Unset: derived from the method
+   * and the permission (`minimumRole`).
+   */
+  role?: Role;
+  /**
+   * The credential is optional and the handler reads it itself (a route that serves people
+   * signed in or not); the document states its schemes as optional.
+   */
+  optional?: boolean;
+}
+
+/**
+ * The least role of a route for a session, unless the route names one: the settings API is the
+ * admin's; reading (GET, or a read permission) the viewer's; writing records and notes the
+ * member's; every other change the admin's. Users and roles name `owner` themselves.
+ */
+export function minimumRole(routeAuth: RouteAuth, method: string): Role {
+  if (routeAuth.role) return routeAuth.role;
+  const permission = routeAuth.permission;
+  if (permission === 'settings') return 'admin';
+  if (permission === 'records:read' || permission === 'documents:read') return 'viewer';
+  if (SAFE_METHODS.has(method)) return 'viewer';
+  if (permission === 'records:write' || permission === 'notes:write') return 'member';
+  return 'admin';
+}
+
+export function roleAtLeast(role: Role, least: Role): boolean {
+  return ROLES.indexOf(role) >= ROLES.indexOf(least);
 }
 
 declare module 'fastify' {
@@ -103,6 +152,55 @@ export function apiKeyOf(request: FastifyRequest): Extract<Credential, { kind: '
 
 export function accountIdOf(request: FastifyRequest): string {
   return credentialOf(request).account.id;
+}
+
+type Caller = Extract<Credential, { kind: 'api_key' } | { kind: 'session' }>;
+
+/** The API key or the signed-in person of a route that accepts both. */
+export function callerOf(request: FastifyRequest): Caller {
+  const credential = request.credential;
+  if (credential?.kind !== 'api_key' && credential?.kind !== 'session') {
+    throw new Error('route has no API key or session credential');
+  }
+  return credential;
+}
+
+/** Who the history names for a caller: `api:<key name>` or `user:<email>`. */
+export function actorOf(caller: Caller): string {
+  return caller.kind === 'api_key' ? `api:${caller.keyName}` : `user:${caller.user.email}`;
+}
+
+/** The sender name of a caller's notes: the key's name or the person's. */
+export function senderNameOf(caller: Caller): string {
+  return caller.kind === 'api_key' ? caller.keyName : caller.user.name;
+}
+
+/** The API key of a caller, for the statements that check a key taken from memory. */
+export function keyOf(caller: Caller): Extract<Credential, { kind: 'api_key' }> | null {
+  return caller.kind === 'api_key' ? caller : null;
+}
+
+/** The value of the session cookie, if the request carries one. */
+export function sessionCookieOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  if (typeof header !== 'string' || header.length > 8192) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq === -1) continue;
+    if (part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+    const value = part.slice(eq + 1).trim();
+    return value === '' ? undefined : value;
+  }
+  return undefined;
+}
+
+/** A state-changing request carried by the cookie needs the session's token (decisions §14). */
+export function checkCsrf(request: FastifyRequest, credential: Extract<Credential, { kind: 'session' }>) {
+  if (SAFE_METHODS.has(request.method)) return;
+  const sent = request.headers['x-csrf-token'];
+  if (typeof sent !== 'string' || !safeEqualStrings(sent, credential.csrfToken)) {
+    throw new AppError('csrf_failed');
+  }
 }
 
 /** `Authorization: Bearer <value>` or the bare value (interface: Authentication 1). */
@@ -132,12 +230,20 @@ export const authPlugin = fp<AuthPluginOptions>(
     // learns nothing about the body it sent, and costs no parsing.
     app.addHook('onRequest', async (request) => {
       const routeAuth = request.routeOptions.config.auth;
-      if (!routeAuth) return;
+      if (!routeAuth || routeAuth.optional) return;
       const credential = await authenticate(request, routeAuth, options);
       request.credential = credential;
       if (credential.kind === 'admin') return;
+      // Before the body is read, the module and the role: a forged request learns nothing.
+      if (credential.kind === 'session') checkCsrf(request, credential);
       if (routeAuth.module && !credential.account.modules.includes(routeAuth.module)) {
         throw new AppError('module_not_enabled');
+      }
+      if (
+        credential.kind === 'session' &&
+        !roleAtLeast(credential.user.role, minimumRole(routeAuth, request.method))
+      ) {
+        throw new AppError('forbidden');
       }
       if (credential.kind === 'api_key' && routeAuth.permission) {
         if (!credential.permissions.includes(routeAuth.permission)) throw new AppError('forbidden');
@@ -169,7 +275,14 @@ async function authenticate(
     if (signed) return signed;
   }
   const value = bearerValue(request);
-  if (!value) throw new AppError('unauthorized');
+  if (!value) {
+    // Without an Authorization header, the session cookie stands in for an API key; a session
+    // is looked up on every request, so that a revocation holds at once on every node.
+    const cookie = accepts.has('api_key') || accepts.has('session') ? sessionCookieOf(request) : undefined;
+    const session = cookie ? await options.auth.findSession(cookie) : null;
+    if (session) return session;
+    throw new AppError('unauthorized');
+  }
   if (value.startsWith('rt_')) {
     if (!accepts.has('record_token')) throw new AppError('unauthorized');
     const found = await options.auth.findRecordToken(value);

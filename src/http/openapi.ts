@@ -16,10 +16,11 @@ const SECURITY_BY_CREDENTIAL: Partial<Record<CredentialKind, string>> = {
   admin: 'adminToken',
   record_token: 'recordToken',
   signed_url: 'signedAddress',
+  session: 'sessionCookie',
 };
 
 /** Schemes whose requests count against the account's rate limit (decisions §9). */
-const METERED_SCHEMES = new Set(['apiKey', 'recordToken', 'signedAddress']);
+const METERED_SCHEMES = new Set(['apiKey', 'recordToken', 'signedAddress', 'sessionCookie']);
 
 const TAGS = [
   { name: 'Intake', description: 'Taking in records (S2): single, bulk, by source token; the intake log' },
@@ -46,6 +47,11 @@ const TAGS = [
   {
     name: 'Settings: distribution',
     description: 'Distribution setups, participations, rules and return reasons (distribution module)',
+  },
+  {
+    name: 'Session',
+    description:
+      'Signing in and out of the console: the session cookie stands in for an API key, with the role in place of permissions',
   },
   { name: 'Operator', description: 'Accounts of the instance, with the operator token' },
   { name: 'System', description: 'Health of the service' },
@@ -259,6 +265,13 @@ export function openapiOptions(): SwaggerOptions {
             bearerFormat: 'rt_…',
             description: 'Record token: names one record and the fields it opens',
           },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'leads_session',
+            description:
+              'A signed-in person’s session (POST /api/v1/session), accepted wherever an API key is when no Authorization header is sent; the role decides what it may do. POST, PUT, PATCH and DELETE need the header X-CSRF-Token with the session’s csrf_token, else 403 csrf_failed',
+          },
           signedAddress: {
             type: 'apiKey',
             in: 'query',
@@ -278,10 +291,16 @@ export function openapiOptions(): SwaggerOptions {
     transform: ({ schema, url, route }) => {
       const auth = (route.config as { auth?: RouteAuth } | undefined)?.auth;
       // A route without credentials, or one whose credential is a path segment, needs no scheme.
-      const security = (auth?.accept ?? [])
+      // Wherever an API key is taken, a session cookie is too (decisions §14).
+      const kinds = auth?.accept ?? [];
+      const accepted =
+        kinds.includes('api_key') && !kinds.includes('session') ? [...kinds, 'session' as const] : kinds;
+      const security = accepted
         .map((kind) => SECURITY_BY_CREDENTIAL[kind])
         .filter((name): name is string => name !== undefined)
         .map((name) => ({ [name]: [] }));
+      // An optional credential: the empty requirement says the operation also takes none.
+      if (auth?.optional) security.unshift({});
       const method = Array.isArray(route.method) ? route.method[0]! : route.method;
       const operationId =
         (schema as { operationId?: string } | undefined)?.operationId ?? derivedOperationId(method, url);

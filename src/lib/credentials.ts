@@ -52,7 +52,8 @@ export function displayPrefix(secret: string): string {
   return secret.slice(0, 10);
 }
 
-export function generateToken(prefix: 'st_' | 'rt_' | 'bk_' | 'adm_'): string {
+/** `ls_`: a session cookie's value; `sl_`: a one-time sign-in link's token. */
+export function generateToken(prefix: 'st_' | 'rt_' | 'bk_' | 'adm_' | 'ls_' | 'sl_'): string {
   return prefix + toBase62(randomBytes(24)).padStart(33, '0');
 }
 

@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/types.ts';
 import { generateToken, hashSecret } from '../lib/credentials.ts';
 import { createInstanceRepo } from '../modules/instance/instance.repo.ts';
+import { FIRST_START_LINK_TTL_MS } from '../modules/people/sessions.service.ts';
 import type { Services } from '../services.ts';
 
 export interface InstanceSecrets {
@@ -51,9 +52,14 @@ export const DEMO_ENTITY = {
   pipelines: [{ name: 'Sales', stages: ['New', 'Contacted', 'Qualified', 'Won', 'Lost'] }],
 };
 
+/** The demo account's owner, who signs in with the first start's link (decisions §14). */
+export const DEMO_OWNER = { email: 'owner@example.com', name: 'Demo Owner' };
+
 export interface DemoAccount {
   accountId: string;
   apiKey: string;
+  /** The one-time sign-in token of the demo's owner: `PUBLIC_URL/sign-in/{token}`. */
+  signInToken: string;
 }
 
 /**
@@ -75,7 +81,9 @@ export async function createDemoOnce(db: Db, services: Services): Promise<DemoAc
     );
     await repo.set('demo_account_id', account.id, tx);
     await services.entities.put(account.id, 'lead', DEMO_ENTITY, tx);
-    return { accountId: account.id, apiKey: account.api_key.key };
+    const owner = await services.users.create(account.id, { ...DEMO_OWNER, role: 'owner' }, tx);
+    const signInToken = await services.sessions.issueLink(account.id, owner.id, FIRST_START_LINK_TTL_MS, tx);
+    return { accountId: account.id, apiKey: account.api_key.key, signInToken };
   });
 }
 
@@ -83,10 +91,17 @@ export function firstStartBanner(options: {
   publicUrl: string;
   apiKey?: string;
   adminToken?: string;
+  signInToken?: string;
 }): string {
   const lines = ['', '  Leadline is running at ' + options.publicUrl, ''];
   if (options.adminToken) {
     lines.push(`  Operator token (shown once; /admin/v1): ${options.adminToken}`);
+  }
+  if (options.signInToken) {
+    lines.push(
+      `  Sign in as the demo owner (${DEMO_OWNER.email}; the link works once, for 7 days, and lets you set a password):`,
+      `    ${options.publicUrl}/sign-in/${options.signInToken}`,
+    );
   }
   if (options.apiKey) {
     lines.push(`  Demo account API key (shown once):     ${options.apiKey}`);
@@ -105,7 +120,11 @@ export function firstStartBanner(options: {
  * For a first start that generated secrets but could not start serving: they are stored and
  * will not be shown again, so they are shown now, without a curl line that would not answer.
  */
-export function unstartedSecretsNotice(options: { apiKey?: string; adminToken?: string }): string {
+export function unstartedSecretsNotice(options: {
+  apiKey?: string;
+  adminToken?: string;
+  signInToken?: string;
+}): string {
   const lines = [
     '',
     '  Leadline did not start, but this first start created secrets that are shown only now:',
@@ -113,6 +132,8 @@ export function unstartedSecretsNotice(options: { apiKey?: string; adminToken?: 
   ];
   if (options.adminToken) lines.push(`  Operator token (/admin/v1): ${options.adminToken}`);
   if (options.apiKey) lines.push(`  Demo account API key:       ${options.apiKey}`);
+  if (options.signInToken)
+    lines.push(`  Demo owner's sign-in token: ${options.signInToken} (open PUBLIC_URL/sign-in/<token>)`);
   lines.push('');
   return lines.join('\n');
 }

@@ -62,6 +62,7 @@ export async function openRuntime(
       },
       jobs: queue,
       bookingLinkTtlMs: config.bookingLinkTtlMs,
+      signInLinkTtlMs: config.signInLinkTtlMs,
     });
     const listeningOn = (port: number) => {
       // Only the default address (http://HOST:PORT) names port 0; a PUBLIC_URL given is kept.

@@ -56,7 +56,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       // are lost for good.
       if (demo || secrets.newAdminToken) {
         process.stdout.write(
-          `${unstartedSecretsNotice({ apiKey: demo?.apiKey, adminToken: secrets.newAdminToken })}\n`,
+          `${unstartedSecretsNotice({ apiKey: demo?.apiKey, adminToken: secrets.newAdminToken, signInToken: demo?.signInToken })}\n`,
         );
       }
       throw error;
@@ -66,7 +66,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (typeof address === 'object' && address) url = runtime.listeningOn(address.port);
     if (demo || secrets.newAdminToken) {
       process.stdout.write(
-        `${firstStartBanner({ publicUrl: url, apiKey: demo?.apiKey, adminToken: secrets.newAdminToken })}\n`,
+        `${firstStartBanner({
+          publicUrl: url,
+          apiKey: demo?.apiKey,
+          adminToken: secrets.newAdminToken,
+          signInToken: demo?.signInToken,
+        })}\n`,
       );
     }
     // A trial without an SMTP server must show where its email went (decisions §12).

@@ -71,6 +71,9 @@ const COMMANDS = [
   'entities list',
   'entities apply',
   'users create',
+  'users list',
+  'users update',
+  'users remove',
   'automations create',
   'automations list',
   'automations enable',
@@ -393,7 +396,22 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       const user = await client('users', 'create', '--email', 'rep@cli.test', '--name', 'Rep');
       expect(user.code).toBe(0);
       expect(user.stdout).toMatch(/^user [0-9a-f-]{36} rep@cli\.test\n$/);
-      expect((await client('users', 'list')).stdout).toMatch(/rep@cli\.test\s+Rep/);
+      expect((await client('users', 'list')).stdout).toMatch(/rep@cli\.test\s+Rep\s+(owner|member)/);
+      const viewer = await client(
+        'users',
+        'create',
+        '--email',
+        'viewer@cli.test',
+        '--name',
+        'V',
+        '--role',
+        'viewer',
+      );
+      const id = viewer.stdout.split(' ')[1]!;
+      const promoted = await client('users', 'update', id, '--role', 'admin');
+      expect(promoted.stdout).toBe(`user ${id} viewer@cli.test admin\n`);
+      expect((await client('users', 'remove', id)).stdout).toBe(`removed user ${id}\n`);
+      expect((await client('users', 'list')).stdout).not.toContain('viewer@cli.test');
     });
 
     it('creates, lists, switches and deletes automations', async () => {

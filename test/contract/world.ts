@@ -83,6 +83,8 @@ export interface World {
   spareKeyId: string;
   spareSourceId: string;
   userId: string;
+  /** A new session of the world's user (its owner): the cookie's value and the CSRF token. */
+  session(): Promise<{ cookie: string; csrf: string }>;
   /** Field keys of the account's entities: the data rules 422 may name (see the test's header). */
   fieldKeys: Set<string>;
   hints: GenerationHints;
@@ -245,6 +247,11 @@ export async function createWorld(t: TestApp, files: FileServer): Promise<World>
     spareKeyId: spareKey.id,
     spareSourceId: spareSource.id,
     userId: user.id,
+    async session() {
+      const token = await t.services.sessions.issueLink(account.id, user.id, 60_000);
+      const started = await t.services.sessions.signInWithToken(token, 'contract-world');
+      return { cookie: started.token, csrf: started.view.csrf_token };
+    },
     fieldKeys: new Set(WORLD_ENTITY.fields.map((field) => field.key)),
     ids: {
       accounts: account.id,

@@ -74,6 +74,8 @@ export interface TestAppOptions {
   now?: () => Date;
   /** Lifetime of booking links in ms (14 days by default). */
   bookingLinkTtlMs?: number;
+  /** Lifetime of emailed sign-in links in ms (15 minutes by default). */
+  signInLinkTtlMs?: number;
   /** The public base of links (PUBLIC_URL); http://127.0.0.1:3000 by default. */
   publicUrl?: () => string;
   /** Distribution runs: the wait for first attempts and the clock. */
@@ -102,6 +104,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     currentPublicUrl: options.publicUrl ?? (() => 'http://127.0.0.1:3000'),
     now: options.now,
     bookingLinkTtlMs: options.bookingLinkTtlMs,
+    signInLinkTtlMs: options.signInLinkTtlMs,
     concurrentCreates: options.concurrentCreates,
     outbound: {
       allowPrivate: options.fetchAllowPrivate ?? true,

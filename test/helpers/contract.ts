@@ -13,6 +13,7 @@ export interface OpenApiParameter {
 }
 
 export interface OpenApiOperation {
+  description?: string;
   security?: Record<string, string[]>[];
   parameters?: OpenApiParameter[];
   requestBody?: { required?: boolean; content: Record<string, { schema: JsonSchema }> };

@@ -80,6 +80,45 @@ export function createAuthRepo(db: Executor) {
         .executeTakeFirst();
     },
 
+    /** A session that has not reached its absolute or idle end, with its user. */
+    findLiveSession(tokenHash: Buffer, now: Date, idleSince: Date) {
+      return db
+        .selectFrom('sessions')
+        .innerJoin('users', (join) =>
+          join
+            .onRef('users.account_id', '=', 'sessions.account_id')
+            .onRef('users.id', '=', 'sessions.user_id'),
+        )
+        .innerJoin('accounts', 'accounts.id', 'sessions.account_id')
+        .select([
+          ...accountColumns,
+          'sessions.id',
+          'sessions.via',
+          'sessions.created_at',
+          'sessions.last_seen_at',
+          'users.id as user_id',
+          'users.email',
+          'users.name',
+          'users.role',
+          'users.password_hash',
+        ])
+        .where('sessions.token_hash', '=', tokenHash)
+        .where('sessions.expires_at', '>', now)
+        .where('sessions.last_seen_at', '>', idleSince)
+        .modifyEnd(PREPARED)
+        .executeTakeFirst();
+    },
+
+    /** Moves the session's idle end on. */
+    async touchSession(accountId: string, sessionId: string, now: Date) {
+      await db
+        .updateTable('sessions')
+        .set({ last_seen_at: now })
+        .where('account_id', '=', accountId)
+        .where('id', '=', sessionId)
+        .execute();
+    },
+
     findDocumentAccount(documentId: string) {
       return db
         .selectFrom('documents')

@@ -3,6 +3,20 @@ import type { AuthAccount, Credential } from '../../http/auth.ts';
 import { hashSecret, hmacBase64Url, isWellFormedApiKey, safeEqualStrings } from '../../lib/credentials.ts';
 import type { AuthRepo } from './auth.repo.ts';
 
+/**
+ * A session ends 7 days after its last request (idle) and 30 days after sign-in (absolute),
+ * whichever comes first (docs/decisions.md, People and sessions).
+ */
+export const SESSION_IDLE_MS = 7 * 86_400_000;
+export const SESSION_ABSOLUTE_MS = 30 * 86_400_000;
+/** The idle end moves on at most once a minute, so that a busy console is not a write per request. */
+const SESSION_TOUCH_MS = 60_000;
+
+/** The CSRF token of a session: derived from its cookie, so nothing more is stored. */
+export function csrfTokenOf(secret: string, sessionToken: string): string {
+  return hmacBase64Url(secret, `csrf.${hashSecret(sessionToken).toString('hex')}`);
+}
+
 /** Signed document addresses live 30 minutes (interface: Authentication 5). */
 export const SIGNED_URL_TTL_SECONDS = 30 * 60;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -110,6 +124,32 @@ export function createAuthService({ repo, secret, now = () => new Date() }: Auth
     /** After a change of the account (modules, rate limit) or of one of its keys. */
     forgetAccount(accountId: string) {
       forget((credential) => credential.account.id === accountId);
+    },
+
+    /** The session of a cookie's value, looked up every time (no memory: revocation is at once). */
+    async findSession(value: string): Promise<Credential | null> {
+      if (!value.startsWith('ls_') || value.length > 100) return null;
+      const at = now();
+      const row = await repo.findLiveSession(hashSecret(value), at, new Date(at.getTime() - SESSION_IDLE_MS));
+      if (!row) return null;
+      if (at.getTime() - row.last_seen_at.getTime() > SESSION_TOUCH_MS) {
+        await repo.touchSession(row.account_id, row.id, at);
+      }
+      return {
+        kind: 'session',
+        account: toAccount(row),
+        sessionId: row.id,
+        via: row.via,
+        startedAt: row.created_at,
+        user: {
+          id: row.user_id,
+          email: row.email,
+          name: row.name,
+          role: row.role,
+          hasPassword: row.password_hash !== null,
+        },
+        csrfToken: csrfTokenOf(secret, value),
+      };
     },
 
     async findSourceToken(value: string): Promise<Credential | null> {

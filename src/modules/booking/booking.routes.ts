@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { accountIdOf, apiKeyOf } from '../../http/auth.ts';
+import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
 import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   Appointment,
@@ -194,9 +194,9 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService 
       },
     },
     async (request) => {
-      const key = apiKeyOf(request);
-      return booking.cancelAppointment(key.account.id, request.params.id, request.body?.reason ?? null, {
-        actor: `api:${key.keyName}`,
+      const caller = callerOf(request);
+      return booking.cancelAppointment(caller.account.id, request.params.id, request.body?.reason ?? null, {
+        actor: actorOf(caller),
         requestId: request.id,
       });
     },

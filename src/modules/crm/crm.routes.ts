@@ -1,13 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { accountIdOf, apiKeyOf } from '../../http/auth.ts';
+import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
 import { IdParams, s1Errors, s2Errors } from '../../http/schemas.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { S1StatusBody, S1StatusResponse, StageMoveBody, StageMoveResponse } from './crm.schemas.ts';
 import type { CrmService, MoveContext } from './crm.service.ts';
 
 const auth = { accept: ['api_key' as const], permission: 'crm' as const, module: 'crm' as const };
+/** A stage move is a member's work (decisions §14). */
+const move = { ...auth, role: 'member' as const };
 
 const PipelineList = Type.Object({
   entities: Type.Array(
@@ -19,8 +21,8 @@ const PipelineList = Type.Object({
 });
 
 function moveContext(request: FastifyRequest): MoveContext {
-  const key = apiKeyOf(request);
-  return { accountId: key.account.id, actor: `api:${key.keyName}`, requestId: request.id, chain: 0 };
+  const caller = callerOf(request);
+  return { accountId: caller.account.id, actor: actorOf(caller), requestId: request.id, chain: 0 };
 }
 
 export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; crm: CrmService }> = async (
@@ -51,7 +53,7 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; c
   app.post(
     '/api/v1/crm/records/:id/stage',
     {
-      config: { auth },
+      config: { auth: move },
       schema: {
         tags: ['CRM'],
         operationId: 'moveRecordStage',
@@ -71,7 +73,7 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; c
   app.patch(
     '/api/leads/:id/status',
     {
-      config: { auth },
+      config: { auth: move },
       schema: {
         tags: ['S1'],
         operationId: 'updateLeadStatusS1',

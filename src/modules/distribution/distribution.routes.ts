@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { accountIdOf, apiKeyOf } from '../../http/auth.ts';
+import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
 import { IdParams, s2Errors } from '../../http/schemas.ts';
 import type { DeliveriesService } from './deliveries.service.ts';
 import {
@@ -39,7 +39,7 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) =>
-      distribution.start(accountIdOf(request), request.body.record_id, `api:${apiKeyOf(request).keyName}`),
+      distribution.start(accountIdOf(request), request.body.record_id, actorOf(callerOf(request))),
   );
 
   app.get(
@@ -75,7 +75,7 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/distribution/deliveries/:id/return',
     {
-      config: { auth },
+      config: { auth: { ...auth, role: 'member' as const } },
       schema: {
         tags,
         operationId: 'returnDelivery',
@@ -91,7 +91,7 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
         accountIdOf(request),
         request.params.id,
         request.body ?? {},
-        `api:${apiKeyOf(request).keyName}`,
+        actorOf(callerOf(request)),
       ),
   );
 

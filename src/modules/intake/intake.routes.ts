@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { accountIdOf, credentialOf } from '../../http/auth.ts';
+import { accountIdOf, actorOf, credentialOf, senderNameOf } from '../../http/auth.ts';
 import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
 import { IdempotencyHeaders, s1Errors, s2Errors } from '../../http/schemas.ts';
 import { requireBody } from '../../http/validation.ts';
@@ -35,9 +35,10 @@ function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
     accountId: credential.account.id,
     modules: credential.account.modules,
     strict: credential.kind === 'api_key' && credential.strict,
+    actor: credential.kind === 'session' ? actorOf(credential) : undefined,
     sourceId: credential.kind === 'source_token' ? credential.sourceId : null,
     sourceName: credential.kind === 'source_token' ? credential.sourceName : null,
-    keyName: credential.kind === 'api_key' ? credential.keyName : null,
+    keyName: credential.kind === 'api_key' || credential.kind === 'session' ? senderNameOf(credential) : null,
     key: credential.kind === 'api_key' ? credential : null,
     requestId: request.id,
     endpoint,

@@ -57,8 +57,10 @@ export interface IntakeContext {
   strict: boolean;
   sourceId: string | null;
   sourceName: string | null;
-  /** Name of the API key, shown as the sender of notes. */
+  /** Name of the API key (or of the signed-in person), shown as the sender of notes. */
   keyName: string | null;
+  /** The history's actor for a signed-in person (`user:<email>`); else the key or the source. */
+  actor?: string;
   requestId: string;
   endpoint: string;
   /**
@@ -431,7 +433,8 @@ export function createIntakeService({
         recordId,
         type: 'note_added',
         message: truncate(note.body, 500),
-        data: { sender: 'api', sender_name: ctx.keyName, tag: note.tag ?? null },
+        ...(ctx.actor ? { actor: ctx.actor } : {}),
+        data: { sender: ctx.actor ? 'user' : 'api', sender_name: ctx.keyName, tag: note.tag ?? null },
       })),
       tx,
     );
@@ -542,7 +545,7 @@ export function createIntakeService({
         {
           triggeredBy: 'intake',
           partnerIds: handover.distribution.partnerIds ?? undefined,
-          actor: ctx.sourceName ? `source:${ctx.sourceName}` : `api:${ctx.keyName ?? ''}`,
+          actor: ctx.actor ?? (ctx.sourceName ? `source:${ctx.sourceName}` : `api:${ctx.keyName ?? ''}`),
         },
         tx,
       );
@@ -634,7 +637,8 @@ export function createIntakeService({
    */
   async function book(ctx: IntakeContext, tx: Executor, handover: Handover, outcome: IntakeOutcome) {
     if (!handover.booking) return;
-    const actor = ctx.keyName ? `api:${ctx.keyName}` : ctx.sourceName ? `source:${ctx.sourceName}` : 'api';
+    const actor =
+      ctx.actor ?? (ctx.keyName ? `api:${ctx.keyName}` : ctx.sourceName ? `source:${ctx.sourceName}` : 'api');
     const result = await booking.forIntake(tx, ctx.accountId, outcome.recordId, handover.booking, {
       actor,
       requestId: ctx.requestId,

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { apiKeyOf } from '../../http/auth.ts';
+import { actorOf, callerOf, keyOf, senderNameOf } from '../../http/auth.ts';
 import { IdempotencyHeaders, s2Errors } from '../../http/schemas.ts';
 import { AmbiguousMatch, NoteBody, NoteOut } from './notes.schemas.ts';
 import type { NoteInput, NotesService } from './notes.service.ts';
@@ -20,14 +20,15 @@ export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = a
       },
     },
     async (request, reply) => {
-      const credential = apiKeyOf(request);
+      const caller = callerOf(request);
       const header = request.headers['idempotency-key'];
       const { note, replayed } = await notes.add(
         {
-          accountId: credential.account.id,
-          keyName: credential.keyName,
+          accountId: caller.account.id,
+          keyName: senderNameOf(caller),
           requestId: request.id,
-          key: credential,
+          key: keyOf(caller),
+          actor: caller.kind === 'session' ? actorOf(caller) : undefined,
         },
         {
           body: request.body.body,

@@ -29,7 +29,7 @@ export interface NoteSender {
   /** The API key's name, shown beside the sender `api` in the record's history. */
   keyName: string | null;
   requestId: string;
-  /** The history's actor when not the API (`automation:<name>` for an automation's note). */
+  /** The history's actor when not the API (`automation:<name>`, `user:<email>` for a signed-in person). */
   actor?: string;
   /**
    * The API key the note comes with. `checked` false: it was taken from memory and must be
@@ -63,7 +63,7 @@ function noteEvent(sender: NoteSender, input: NoteInput, kind: string) {
     message: truncate(input.body, 500),
     actor: sender.actor ?? 'api',
     data: {
-      sender: sender.actor ? 'automation' : 'api',
+      sender: sender.actor ? (sender.actor.startsWith('user:') ? 'user' : 'automation') : 'api',
       sender_name: sender.keyName,
       kind,
       request_id: sender.requestId,

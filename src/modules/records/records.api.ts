@@ -1,4 +1,4 @@
-import type { Credential } from '../../http/auth.ts';
+import { actorOf, type Credential, senderNameOf } from '../../http/auth.ts';
 import type { DocumentRef, DocumentsService } from '../documents/documents.service.ts';
 import type { NotesService } from '../notes/notes.service.ts';
 import type { ChangeContext, RecordsService } from './records.service.ts';
@@ -56,7 +56,11 @@ export function createRecordsApi({
         await notes.add(
           {
             accountId: ctx.accountId,
-            keyName: credential.kind === 'api_key' ? credential.keyName : null,
+            keyName:
+              credential.kind === 'api_key' || credential.kind === 'session'
+                ? senderNameOf(credential)
+                : null,
+            actor: credential.kind === 'session' ? actorOf(credential) : undefined,
             requestId: ctx.requestId,
           },
           { body: body.note, record: leadId },

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { accountIdOf, apiKeyOf, credentialOf } from '../../http/auth.ts';
+import { accountIdOf, actorOf, callerOf, credentialOf, keyOf } from '../../http/auth.ts';
 import { IdParams, s1Errors, s2Errors } from '../../http/schemas.ts';
 import type { NotesService } from '../notes/notes.service.ts';
 import type { RecordsApi } from './records.api.ts';
@@ -31,7 +31,8 @@ function changeContext(request: FastifyRequest): ChangeContext {
   return {
     accountId: credential.account.id,
     strict: credential.kind === 'api_key' && credential.strict,
-    actor: credential.kind === 'api_key' ? `api:${credential.keyName}` : 'record_token',
+    actor:
+      credential.kind === 'api_key' || credential.kind === 'session' ? actorOf(credential) : 'record_token',
     requestId: request.id,
   };
 }
@@ -54,8 +55,8 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => {
-      const key = apiKeyOf(request);
-      return records.get({ accountId: key.account.id, key }, request.params.id);
+      const caller = callerOf(request);
+      return records.get({ accountId: caller.account.id, key: keyOf(caller) }, request.params.id);
     },
   );
 

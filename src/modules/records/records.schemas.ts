@@ -41,7 +41,7 @@ export const RecordHistory = Type.Object({
       message: Type.String(),
       data: Type.Record(Type.String(), Type.Unknown()),
       actor: Type.Object({
-        type: Type.String({ enum: ['api_key', 'source', 'record_token', 'automation', 'system'] }),
+        type: Type.String({ enum: ['api_key', 'user', 'source', 'record_token', 'automation', 'system'] }),
         name: Type.String(),
       }),
       created_at: Timestamp,

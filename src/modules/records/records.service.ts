@@ -57,15 +57,17 @@ export function isoWithOffset(value: Date): string {
 /** Stays listed by the history (newest first); a record moved more often shows its latest. */
 const MAX_STAYS = 500;
 
-const ACTOR_TYPES: Record<string, 'api_key' | 'source' | 'record_token' | 'automation' | 'system'> = {
-  api: 'api_key',
-  source: 'source',
-  record_token: 'record_token',
-  automation: 'automation',
-  system: 'system',
-};
+const ACTOR_TYPES: Record<string, 'api_key' | 'user' | 'source' | 'record_token' | 'automation' | 'system'> =
+  {
+    api: 'api_key',
+    user: 'user',
+    source: 'source',
+    record_token: 'record_token',
+    automation: 'automation',
+    system: 'system',
+  };
 
-/** A stored actor (`api:<key name>`, `source:<name>`, `automation:<name>`, `record_token`, `system`) as history shows it. */
+/** A stored actor (`api:<key name>`, `user:<email>`, `source:<name>`, `automation:<name>`, `record_token`, `system`) as history shows it. */
 export function actorOf(stored: string): { type: string; name: string } {
   const colon = stored.indexOf(':');
   const prefix = colon === -1 ? stored : stored.slice(0, colon);

@@ -1,39 +1,62 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { accountIdOf } from '../../http/auth.ts';
-import { NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
+import type { Role as RoleName } from '../../db/types.ts';
+import { accountIdOf, ROLES } from '../../http/auth.ts';
+import { IdParams, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
 import type { UsersService } from './users.service.ts';
 
-const auth = { accept: ['api_key' as const], permission: 'settings' as const };
+/** Users and roles are the owner's (decisions §14); an API key needs `settings`. */
+const ownerOnly = { accept: ['api_key' as const], permission: 'settings' as const, role: 'owner' as const };
+/** Every signed-in person may see who the account's people are (assignees, viewers). */
+const list = { accept: ['api_key' as const], permission: 'settings' as const, role: 'viewer' as const };
 const tags = ['Settings: users'];
-const User = Type.Object({ id: Uuid, email: Type.String(), name: Type.String(), created_at: Timestamp });
+const Role = Type.String({
+  enum: [...ROLES],
+  description:
+    '`owner`: everything, users and roles; `admin`: also the settings API; `member`: records, notes, stage moves, returns; `viewer`: reads only',
+});
+const User = Type.Object({
+  id: Uuid,
+  email: Type.String(),
+  name: Type.String(),
+  role: Role,
+  created_at: Timestamp,
+});
+const Name = Type.String({ minLength: 1, maxLength: 200 });
 
 export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = async (app, { users }) => {
   app.post(
     '/api/v1/settings/users',
     {
-      config: { auth },
+      config: { auth: ownerOnly },
       schema: {
         tags,
         operationId: 'createUser',
-        summary: 'Add a user (assignee or viewer of leads)',
+        summary: 'Add a user (a person who signs in; an assignee or viewer of leads); the first is the owner',
         body: Type.Object(
           {
             email: Type.String({ format: 'email', maxLength: 254 }),
-            name: Type.String({ minLength: 1, maxLength: 200 }),
+            name: Name,
+            role: Type.Optional({ ...Role, default: 'member' }),
           },
           { additionalProperties: false },
         ),
         response: { 201: User, ...s2Errors },
       },
     },
-    async (request, reply) => reply.code(201).send(await users.create(accountIdOf(request), request.body)),
+    async (request, reply) =>
+      reply
+        .code(201)
+        // The schema's enum is ROLES.
+        .send(
+          await users.create(accountIdOf(request), { ...request.body, role: request.body.role as RoleName }),
+        ),
   );
 
   app.get(
     '/api/v1/settings/users',
     {
-      config: { auth },
+      config: { auth: list },
       schema: {
         tags,
         operationId: 'listUsers',
@@ -43,5 +66,63 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
       },
     },
     async (request) => users.list(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
+  );
+
+  app.get(
+    '/api/v1/settings/users/:id',
+    {
+      config: { auth: list },
+      schema: {
+        tags,
+        operationId: 'getUser',
+        summary: 'Read a user',
+        params: IdParams,
+        response: { 200: User, ...s2Errors },
+      },
+    },
+    async (request) => users.get(accountIdOf(request), request.params.id),
+  );
+
+  app.patch(
+    '/api/v1/settings/users/:id',
+    {
+      config: { auth: ownerOnly },
+      schema: {
+        tags,
+        operationId: 'updateUser',
+        summary:
+          'Rename a user or change their role; a new role ends their sessions at once. Demoting the last owner answers 409 last_owner',
+        params: IdParams,
+        body: Type.Object(
+          { name: Type.Optional(Name), role: Type.Optional(Role) },
+          { additionalProperties: false },
+        ),
+        response: { 200: User, ...s2Errors },
+      },
+    },
+    async (request) =>
+      users.update(accountIdOf(request), request.params.id, {
+        ...request.body,
+        role: request.body.role as RoleName | undefined,
+      }),
+  );
+
+  app.delete(
+    '/api/v1/settings/users/:id',
+    {
+      config: { auth: ownerOnly },
+      schema: {
+        tags,
+        operationId: 'deleteUser',
+        summary:
+          'Remove a user: their sessions end at once, and they leave the records they were assignee or viewer of. Removing the last owner answers 409 last_owner',
+        params: IdParams,
+        response: { 204: Type.Null(), ...s2Errors },
+      },
+    },
+    async (request, reply) => {
+      await users.remove(accountIdOf(request), request.params.id);
+      return reply.code(204).send(null);
+    },
   );
 };

@@ -1,32 +1,96 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '../../http/errors.ts';
+import type { Db, Executor, Role } from '../../db/types.ts';
+import { AppError, notFound } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import type { UsersRepo } from './users.repo.ts';
 
-export function createUsersService({ repo }: { repo: UsersRepo }) {
+function present(row: { id: string; email: string; name: string; role: Role; created_at: Date }) {
+  return { id: row.id, email: row.email, name: row.name, role: row.role, created_at: iso(row.created_at) };
+}
+
+export interface UsersServiceDeps {
+  db: Db;
+  repo: UsersRepo;
+  /** Ends every session of a user (sessions service), inside the change's transaction. */
+  revokeSessions: (accountId: string, userId: string, tx: Executor) => Promise<void>;
+}
+
+/**
+ * The account's people (decisions §14): the first is its owner, and an account always keeps
+ * one. Every change that counts owners locks the account's row first, so that two at once
+ * take turns.
+ */
+export function createUsersService({ db, repo, revokeSessions }: UsersServiceDeps) {
   return {
-    async create(accountId: string, input: { email: string; name: string }) {
-      const row = await repo.insert(accountId, {
-        id: randomUUID(),
-        email: input.email.trim(),
-        name: input.name,
-      });
-      if (!row) throw new AppError('name_taken', { message: `A user with the email ${input.email} exists` });
-      return { id: row.id, email: row.email, name: row.name, created_at: iso(row.created_at) };
+    async create(
+      accountId: string,
+      input: { email: string; name: string; role?: Role },
+      tx?: Executor,
+    ): Promise<ReturnType<typeof present>> {
+      const run = async (tx: Executor) => {
+        await repo.lockAccount(accountId, tx);
+        const first = (await repo.countUsers(accountId, tx)) === 0;
+        const row = await repo.insert(
+          accountId,
+          {
+            id: randomUUID(),
+            email: input.email.trim(),
+            name: input.name,
+            role: first ? 'owner' : (input.role ?? 'member'),
+          },
+          tx,
+        );
+        if (!row)
+          throw new AppError('name_taken', { message: `A user with the email ${input.email} exists` });
+        return present(row);
+      };
+      return tx ? run(tx) : db.transaction().execute(run);
     },
 
     async list(accountId: string, limit: number, cursor: string | undefined) {
       const page = pageOf(await repo.list(accountId, limit + 1, decodeCursor(cursor)), limit);
-      return {
-        users: page.items.map((u) => ({
-          id: u.id,
-          email: u.email,
-          name: u.name,
-          created_at: iso(u.created_at),
-        })),
-        next_cursor: page.nextCursor,
-      };
+      return { users: page.items.map(present), next_cursor: page.nextCursor };
+    },
+
+    async get(accountId: string, id: string) {
+      const row = await repo.find(accountId, id);
+      if (!row) throw notFound('No such user');
+      return present(row);
+    },
+
+    /** A new name or role; a change of role ends the person's sessions at once. */
+    async update(accountId: string, id: string, changes: { name?: string; role?: Role }) {
+      return db.transaction().execute(async (tx) => {
+        await repo.lockAccount(accountId, tx);
+        const before = await repo.find(accountId, id, tx);
+        if (!before) throw notFound('No such user');
+        const demoted = before.role === 'owner' && changes.role !== undefined && changes.role !== 'owner';
+        if (demoted && (await repo.countOwners(accountId, tx)) <= 1) throw new AppError('last_owner');
+        if (changes.name === undefined && changes.role === undefined) return present(before);
+        const row = await repo.update(accountId, id, changes, tx);
+        if (!row) throw notFound('No such user');
+        if (changes.role !== undefined && changes.role !== before.role)
+          await revokeSessions(accountId, id, tx);
+        return present(row);
+      });
+    },
+
+    /**
+     * Removes a person: their sessions end at once, and the records they were assignee or
+     * viewer of stay, without them.
+     */
+    async remove(accountId: string, id: string): Promise<void> {
+      await db.transaction().execute(async (tx) => {
+        await repo.lockAccount(accountId, tx);
+        const user = await repo.find(accountId, id, tx);
+        if (!user) throw notFound('No such user');
+        if (user.role === 'owner' && (await repo.countOwners(accountId, tx)) <= 1)
+          throw new AppError('last_owner');
+        await revokeSessions(accountId, id, tx);
+        await repo.releaseRecords(accountId, id, tx);
+        await repo.delete(accountId, id, tx);
+      });
     },
   };
 }

@@ -1,0 +1,319 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Request, TestAccount, TestApp } from '../helpers/app.ts';
+import { startTestApp } from '../helpers/app.ts';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
+import { addUser, asPerson, personWithRole, type Session, setPassword, signIn } from './support.ts';
+
+const ROLES = ['viewer', 'member', 'admin', 'owner'] as const;
+type Role = (typeof ROLES)[number];
+
+describe.each(TEST_DATABASES)('roles and sessions as credentials on %s', (kind) => {
+  let t: TestApp;
+  let account: TestAccount;
+  let recordId: string;
+  const people = {} as Record<Role, Session>;
+
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
+    // The first user is the owner; the others get the role asked for.
+    people.owner = await personWithRole(t, account, 'owner', 'owner@roles.test');
+    for (const role of ['viewer', 'member', 'admin'] as const) {
+      people[role] = await personWithRole(t, account, role, `${role}@roles.test`);
+    }
+    const created = await t.request({
+      method: 'POST',
+      url: '/api/v1/records',
+      key: account.apiKey,
+      body: { entity: 'lead', fields: { email: 'matrix@example.com' } },
+    });
+    recordId = created.json().id;
+  });
+  afterAll(async () => t?.close());
+
+  describe('happy path', () => {
+    it('gives the account’s first user the owner role and later ones member by default', async () => {
+      const fresh = await t.createAccount();
+      const first = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: fresh.apiKey,
+        body: { email: 'first@roles.test', name: 'First', role: 'viewer' },
+      });
+      expect(first.json()).toMatchObject({ role: 'owner' });
+      const second = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: fresh.apiKey,
+        body: { email: 'second@roles.test', name: 'Second' },
+      });
+      expect(second.json()).toMatchObject({ role: 'member' });
+      const list = await t.request({ method: 'GET', url: '/api/v1/settings/users', key: fresh.apiKey });
+      expect(list.json().users.map((u: { role: string }) => u.role)).toEqual(['owner', 'member']);
+    });
+
+    it('removes a user from the records they were assignee and viewer of', async () => {
+      const leaving = await addUser(t, account, { email: 'assignee@roles.test' });
+      // S1 intake names assignees and viewers.
+      const created = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          email: 'assigned@example.com',
+          assignee: 'assignee@roles.test',
+          viewers: ['assignee@roles.test', 'viewer@roles.test'],
+        },
+      });
+      expect(created.statusCode, created.body).toBe(200);
+      const recordId = created.json().lead_id;
+      const before = await t.db
+        .selectFrom('records')
+        .select(['assignee_id', 'viewer_ids'])
+        .where('account_id', '=', account.id)
+        .where('id', '=', recordId)
+        .executeTakeFirstOrThrow();
+      expect(before).toEqual({ assignee_id: leaving, viewer_ids: [leaving, people.viewer.userId] });
+      const removed = await asPerson(t, people.owner, {
+        method: 'DELETE',
+        url: `/api/v1/settings/users/${leaving}`,
+      });
+      expect(removed.statusCode).toBe(204);
+      const row = await t.db
+        .selectFrom('records')
+        .select(['assignee_id', 'viewer_ids'])
+        .where('account_id', '=', account.id)
+        .where('id', '=', recordId)
+        .executeTakeFirstOrThrow();
+      expect(row.assignee_id).toBeNull();
+      expect(row.viewer_ids).toEqual([people.viewer.userId]);
+    });
+  });
+
+  describe('errors', () => {
+    it('keeps the last owner: no demotion, no removal', async () => {
+      const fresh = await t.createAccount();
+      const owner = await personWithRole(t, fresh, 'owner', 'only-owner@roles.test');
+      const demote = await asPerson(t, owner, {
+        method: 'PATCH',
+        url: `/api/v1/settings/users/${owner.userId}`,
+        body: { role: 'admin' },
+      });
+      expect(demote.statusCode).toBe(409);
+      expect(demote.json().error).toBe('last_owner');
+      const remove = await t.request({
+        method: 'DELETE',
+        url: `/api/v1/settings/users/${owner.userId}`,
+        key: fresh.apiKey,
+      });
+      expect(remove.statusCode).toBe(409);
+      expect(remove.json().error).toBe('last_owner');
+    });
+
+    it('lets only one of two owners demoted at once go', async () => {
+      const fresh = await t.createAccount();
+      const a = await addUser(t, fresh, { email: 'a@owners.test' });
+      const b = await addUser(t, fresh, { email: 'b@owners.test', role: 'owner' });
+      const answers = await Promise.all(
+        [a, b].map((id) =>
+          t.request({
+            method: 'PATCH',
+            url: `/api/v1/settings/users/${id}`,
+            key: fresh.apiKey,
+            body: { role: 'member' },
+          }),
+        ),
+      );
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+      const [x, y] = await Promise.all(
+        [a, b].map((id) =>
+          t.request({ method: 'DELETE', url: `/api/v1/settings/users/${id}`, key: fresh.apiKey }),
+        ),
+      );
+      expect([x!.statusCode, y!.statusCode]).toContain(409);
+      const owners = await t.db
+        .selectFrom('users')
+        .select('id')
+        .where('account_id', '=', fresh.id)
+        .where('role', '=', 'owner')
+        .execute();
+      expect(owners).toHaveLength(1);
+    });
+  });
+
+  describe('security', () => {
+    /** Each route with the least role that may use it; below it a session gets 403 forbidden. */
+    const routes: { least: Role; request: () => Request }[] = [
+      { least: 'viewer', request: () => ({ method: 'GET', url: `/api/v1/records/${recordId}` }) },
+      { least: 'viewer', request: () => ({ method: 'GET', url: '/api/v1/crm/pipelines' }) },
+      { least: 'viewer', request: () => ({ method: 'GET', url: '/api/v1/settings/users' }) },
+      {
+        least: 'member',
+        request: () => ({
+          method: 'POST',
+          url: '/api/v1/records',
+          body: { entity: 'lead', fields: { email: `${randomUUID()}@example.com` } },
+        }),
+      },
+      {
+        least: 'member',
+        request: () => ({
+          method: 'PATCH',
+          url: `/api/v1/records/${recordId}`,
+          body: { fields: { company: 'X' } },
+        }),
+      },
+      {
+        least: 'member',
+        request: () => ({ method: 'POST', url: '/api/v1/notes', body: { record: recordId, body: 'n' } }),
+      },
+      {
+        least: 'member',
+        request: () => ({
+          method: 'POST',
+          url: `/api/v1/crm/records/${recordId}/stage`,
+          body: { stage: 'Contacted' },
+        }),
+      },
+      {
+        least: 'member',
+        request: () => ({
+          method: 'POST',
+          url: `/api/v1/distribution/deliveries/${randomUUID()}/return`,
+          body: { reason: 'Wrong number' },
+        }),
+      },
+      { least: 'admin', request: () => ({ method: 'GET', url: '/api/v1/settings/api-keys' }) },
+      { least: 'admin', request: () => ({ method: 'GET', url: '/api/v1/settings/entities' }) },
+      {
+        least: 'admin',
+        request: () => ({ method: 'POST', url: '/api/v1/settings/sources', body: { name: randomUUID() } }),
+      },
+      {
+        least: 'admin',
+        request: () => ({
+          method: 'POST',
+          url: '/api/v1/distribution/partners',
+          body: { name: randomUUID(), delivery: { type: 'email', to: 'p@example.com' } },
+        }),
+      },
+      {
+        least: 'owner',
+        request: () => ({
+          method: 'POST',
+          url: '/api/v1/settings/users',
+          body: { email: `${randomUUID()}@roles.test`, name: 'New' },
+        }),
+      },
+      {
+        least: 'owner',
+        request: () => ({
+          method: 'PATCH',
+          url: `/api/v1/settings/users/${people.viewer.userId}`,
+          body: { name: 'V' },
+        }),
+      },
+    ];
+
+    it('answers each role as an API key with the role’s permissions', async () => {
+      const table: string[] = [];
+      for (const route of routes) {
+        for (const role of ROLES) {
+          const request = route.request();
+          const response = await asPerson(t, people[role], request);
+          const allowed = ROLES.indexOf(role) >= ROLES.indexOf(route.least);
+          const label = `${role} ${request.method} ${request.url} → ${response.statusCode} ${response.body.slice(0, 120)}`;
+          table.push(label);
+          if (allowed) {
+            expect(response.statusCode, label).not.toBe(403);
+            expect(response.statusCode, label).not.toBe(401);
+          } else {
+            expect(response.statusCode, label).toBe(403);
+            expect(response.json().error, label).toBe('forbidden');
+          }
+        }
+      }
+      // The allowed writes did what they say (not only "not refused").
+      expect(
+        table.some((line) => line.startsWith('member POST /api/v1/records →') && line.includes('→ 201')),
+      ).toBe(true);
+      expect(table.some((line) => line.includes(`/stage → 200`))).toBe(true);
+    });
+
+    it('needs the session’s X-CSRF-Token on state changes, checked before the body is read', async () => {
+      const request = {
+        method: 'POST' as const,
+        url: '/api/v1/notes',
+        body: { record: recordId, body: 'csrf' },
+      };
+      const missing = await asPerson(t, people.member, request, null);
+      expect(missing.statusCode).toBe(403);
+      expect(missing.json().error).toBe('csrf_failed');
+      const wrong = await asPerson(t, people.member, request, people.owner.csrf);
+      expect(wrong.statusCode).toBe(403);
+      expect(wrong.json().error).toBe('csrf_failed');
+      const broken = await asPerson(
+        t,
+        people.member,
+        {
+          method: 'POST',
+          url: '/api/v1/records',
+          payload: '{not json',
+          headers: { 'content-type': 'application/json' },
+        },
+        null,
+      );
+      expect(broken.json().error).toBe('csrf_failed');
+      const signOut = await asPerson(t, people.member, { method: 'DELETE', url: '/api/v1/session' }, null);
+      expect(signOut.json().error).toBe('csrf_failed');
+      // Reads need none; an API key never needs one, even with a cookie beside it.
+      expect(
+        (await asPerson(t, people.member, { method: 'GET', url: `/api/v1/records/${recordId}` }, null))
+          .statusCode,
+      ).toBe(200);
+      const withKey = await t.request({
+        ...request,
+        key: account.apiKey,
+        headers: { cookie: `leads_session=${people.viewer.cookie}` },
+      });
+      expect(withKey.statusCode).toBe(201);
+    });
+
+    it('shows another account’s records to nobody: 404', async () => {
+      const other = await accountWithLeads(t);
+      const theirs = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: other.apiKey,
+        body: { entity: 'lead', fields: { email: 'theirs@example.com' } },
+      });
+      const id = theirs.json().id;
+      const read = await asPerson(t, people.owner, { method: 'GET', url: `/api/v1/records/${id}` });
+      expect(read.statusCode).toBe(404);
+      const write = await asPerson(t, people.owner, {
+        method: 'PATCH',
+        url: `/api/v1/records/${id}`,
+        body: { fields: { company: 'Mine now' } },
+      });
+      expect(write.statusCode).toBe(404);
+      const user = await asPerson(t, people.owner, {
+        method: 'DELETE',
+        url: `/api/v1/settings/users/${(await t.request({ method: 'GET', url: '/api/v1/settings/users', key: other.apiKey })).json().users[0]?.id ?? randomUUID()}`,
+      });
+      expect(user.statusCode).toBe(404);
+    });
+
+    it('refuses the module of an account that has not booked it, as for keys', async () => {
+      const plain = await accountWithLeads(t, { modules: [] });
+      const userId = await addUser(t, plain, { email: 'plain@roles.test' });
+      await setPassword(t, plain.id, userId);
+      const session = await signIn(t, 'plain@roles.test');
+      const response = await asPerson(t, session, { method: 'GET', url: '/api/v1/crm/pipelines' });
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error).toBe('module_not_enabled');
+    });
+  });
+});
