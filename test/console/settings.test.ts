@@ -355,9 +355,14 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('console settings screens on 
         ['13:00', '17:00'],
       ]);
       expect(calendar.weekly.sat).toEqual([]);
+      // The new calendar's own page, whose form edits it.
+      await page.waitForURL(`**/settings/calendars/${calendar.id}`);
+      await heading(page, 'Consultations');
+      expect(await page.getByLabel('Monday').inputValue()).toBe('09:00-12:00, 13:00-17:00');
       await page.getByLabel('Time zone').fill('Mars/Olympus');
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.locator('.react-aria-FieldError').first().waitFor();
+      await page.getByText('an IANA time zone, e.g. Europe/Berlin').waitFor();
+      expect(await page.getByLabel('Time zone').getAttribute('aria-invalid')).toBe('true');
       await checkAccessibility(page, 'calendar form');
       await screenshot(page, `settings-calendar-${kind}`);
       expect(pageProblems(page)).toEqual([]);
