@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { startEmbeddedAutovacuum } from './autovacuum.ts';
-import { executeMarkedStatementsByNameOnPGlite, preparedNameOf } from './prepared.ts';
+import { preparedNameOf } from './prepared.ts';
 import type { Db } from './types.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -163,6 +163,20 @@ function executeMarkedStatementsByName(client: pg.PoolClient): void {
   };
 }
 
+/**
+ * PostgreSQL settings of the embedded database, after PGlite's own start parameters (single-user
+ * mode and its fixed settings). Whatever PostgreSQL touches of its WebAssembly memory stays
+ * resident for the life of the process (the memory never shrinks), so the caches are sized for a
+ * small server rather than by PostgreSQL's defaults as PGlite sets them: shared_buffers 160 MB →
+ * 64 MB (the pages live in the system's file cache as well), maintenance_work_mem 64 → 16 MB
+ * (VACUUM, ANALYZE and index builds of migrations). docs/decisions.md, Runtime and storage, has
+ * the measurements.
+ */
+export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  shared_buffers: '64MB',
+  maintenance_work_mem: '16MB',
+});
+
 export interface OpenDatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
@@ -211,9 +225,18 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
 
   const release = options.inMemory ? () => {} : lockDataDir(options.dataDir);
   try {
-    const pglite = options.inMemory
-      ? await PGlite.create()
-      : await PGlite.create({ dataDir: path.join(options.dataDir, 'pgdata') });
+    // Loaded here only: a process on PostgreSQL never holds PGlite's module (about 8 MB).
+    const [{ PGlite }, { executeMarkedStatementsByNameOnPGlite }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('./prepared-pglite.ts'),
+    ]);
+    const pglite = await PGlite.create({
+      ...(options.inMemory ? {} : { dataDir: path.join(options.dataDir, 'pgdata') }),
+      startParams: [
+        ...PGlite.defaultStartParams,
+        ...Object.entries(EMBEDDED_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+      ],
+    });
     executeMarkedStatementsByNameOnPGlite(pglite);
     const db: Db = new Kysely({ dialect: new PGliteDialect({ pglite }) });
     const handle: DatabaseHandle = {

@@ -279,7 +279,11 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
 
     const send = async (
       request: GeneratedRequest,
-      options: { withCredential?: boolean; mediaType?: string } = {},
+      options: {
+        withCredential?: boolean;
+        mediaType?: string;
+        session?: { cookie: string; csrf: string };
+      } = {},
     ) => {
       let url = operation.path.replace(/\{([^}]+)\}/g, (_, key: string) =>
         encodeURIComponent(String(request.path[key] ?? '')),
@@ -296,7 +300,7 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
       }
       if (options.withCredential !== false && credential === SESSION) {
         // A fresh session for each request: signing out ends the one it is sent with.
-        const session = await world.session();
+        const session = options.session ?? (await world.session());
         headers.cookie = `leads_session=${session.cookie}`;
         headers['x-csrf-token'] = session.csrf;
       }
@@ -454,8 +458,10 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
     for (const [index, mutation] of mutations.entries()) {
       const replay = `invalid request #${index}: base seed=${seed}, ${mutation.rule} at ${mutation.path.join('.')}`;
       const request = mutation.value as GeneratedRequest;
+      // A session is made before the digest: making it is not the request's write.
+      const session = credential === SESSION ? await world.session() : undefined;
       const before = await digestOf(world.accountId);
-      const sent = await send(request);
+      const sent = await send(request, { session });
       const after = await digestOf(world.accountId);
       const problem =
         documentProblem(sent) ??
@@ -474,8 +480,9 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
           mediaType === 'text/plain'
             ? { ...base, body: JSON.stringify(base.body) }
             : { ...base, body: base.body };
+        const session = credential === SESSION ? await world.session() : undefined;
         const before = await digestOf(world.accountId);
-        const sent = await send(request, { mediaType });
+        const sent = await send(request, { mediaType, session });
         const after = await digestOf(world.accountId);
         const problem =
           documentProblem(sent) ??

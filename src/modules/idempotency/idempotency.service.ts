@@ -125,8 +125,21 @@ export function createIdempotencyService({
       work: (store: StoreAnswer) => Promise<StoredAnswer>,
       /** Runs before a stored answer is handed out (a check of the caller's credential). */
       beforeReplay?: () => Promise<void>,
+      /**
+       * A cheaper first try for a key no row holds: it writes its answer with the key's row,
+       * done, in one statement with its work (IntakeService.intakeOneClaiming), or nothing at
+       * all and answers undefined; then the key is claimed as usual.
+       */
+      firstTry?: (claim: { requestHash: string; ttlHours: number }) => Promise<StoredAnswer | undefined>,
     ): Promise<IdempotentResult> {
       const hash = requestHash(body);
+      if (firstTry) {
+        // A first try that failed wrote nothing (its statement is atomic): claim as usual.
+        const first = await Promise.resolve()
+          .then(() => firstTry({ requestHash: hash, ttlHours: TTL_HOURS }))
+          .catch(() => undefined);
+        if (first) return { ...first, replayed: false };
+      }
       const claimed = (await repo.claim(accountId, ref, hash, LEASE_SECONDS, TTL_HOURS))
         ? 'claim'
         : await waitForAnswer(accountId, ref, hash);

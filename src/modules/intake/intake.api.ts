@@ -115,12 +115,19 @@ export function createIntakeApi({
     const key = checkIdempotencyKey(rawKey);
     // A first request's write checks a remembered key itself; a stored answer is handed only to
     // a key checked live first.
+    const ref = { scope, key };
     return idempotency.run(
       ctx.accountId,
-      { scope, key },
+      ref,
       body,
       (store) => run(store),
       () => intake.checkKey(ctx),
+      // A new record goes with the grouped creations, its answer stored by the same statement.
+      (claim) => {
+        const handover = readS2Body(body, ctx.modules);
+        handover.warnings.unshift(...bodyWarnings);
+        return intake.intakeOneClaiming(ctx, handover, s2Response, { ref, ...claim });
+      },
     );
   }
 

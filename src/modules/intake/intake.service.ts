@@ -13,6 +13,7 @@ import type { DistributionService, RunOutcome } from '../distribution/distributi
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
+import type { IdempotencyRef } from '../idempotency/idempotency.repo.ts';
 import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
 import {
   dedupeKeyIsUnique,
@@ -193,7 +194,20 @@ export function createIntakeService({
     maxBatch: MAX_GROUPED_CREATES,
     maxInFlight: concurrentCreates,
     async run(accountId, items) {
-      const { created, keyRevoked } = await createMany(accountId, items);
+      // Two requests with one idempotency key in one group: the first goes, the other is taken
+      // alone and finds the first's answer (the statement could not tell which one won).
+      const answerKeys = new Set<string>();
+      const repeated = new Set<ManyItem>();
+      for (const item of items) {
+        if (!item.answer) continue;
+        const name = `${item.answer.scope}\u0000${item.answer.key}`;
+        if (answerKeys.has(name)) repeated.add(item);
+        else answerKeys.add(name);
+      }
+      const { created, keyRevoked } = await createMany(
+        accountId,
+        items.filter((item) => !repeated.has(item)),
+      );
       return items.map((item): GroupedOutcome => {
         const createdAt = created.get(item.row.id);
         if (createdAt) return { kind: 'created', createdAt };
@@ -742,6 +756,68 @@ export function createIntakeService({
           error: null,
         },
       ]);
+    },
+
+    /**
+     * An idempotent request's first try, before any claim: a new record that the grouped
+     * statement can write (what `createFast` groups) is written with its idempotency key's row,
+     * done and holding the answer, in one statement with the other creations of the moment. Only
+     * a key no row holds is taken (its row's insert decides); for anything else (the key is held
+     * or stored, a unique rule refused the record, an error, a revoked key) nothing was written
+     * and the answer is undefined: the request then goes the claiming way (IdempotencyService).
+     */
+    async intakeOneClaiming(
+      ctx: IntakeContext,
+      handover: Handover,
+      answer: (outcome: IntakeOutcome) => unknown,
+      claim: { ref: IdempotencyRef; requestHash: string; ttlHours: number },
+    ): Promise<{ status: number; body: unknown } | undefined> {
+      if (concurrentCreates === 0 || ctx.loggedByCall) return undefined;
+      if (handover.documents.length > 0 || handover.booking || handover.distribution) return undefined;
+      let prepared: Prepared;
+      try {
+        prepared = await prepare(ctx, handover);
+      } catch {
+        // A refusal is an answer to store: the claiming way gives and stores it.
+        return undefined;
+      }
+      const { entity } = prepared;
+      if (
+        entity.duplicateRule?.action === 'create' ||
+        missingRequired(entity, prepared.values).length > 0 ||
+        prepared.assigneeId !== null ||
+        prepared.viewerIds.length > 0
+      )
+        return undefined;
+      const row = newRecordRow(ctx, handover, prepared, null);
+      const outcome: IntakeOutcome = {
+        recordId: row.id,
+        entityKey: entity.key,
+        created: true,
+        updated: false,
+        createdAt: new Date().toISOString(),
+        email: givenEmailOf(prepared),
+        warnings: [...prepared.warnings],
+      };
+      const body = answer(outcome);
+      const item = newRecordItem(ctx, row, handover, entity.key, outcome.warnings);
+      const grouped = await groupedCreates
+        .submit(ctx.accountId, {
+          ...item,
+          uncheckedKeyId: ctx.key && !ctx.key.checked ? ctx.key.keyId : null,
+          answer: {
+            ...claim.ref,
+            requestHash: claim.requestHash,
+            statusCode: 201,
+            body,
+            ttlHours: claim.ttlHours,
+          },
+        })
+        // A statement that failed as a whole wrote nothing: the claiming way takes it alone.
+        .catch(() => null);
+      if (grouped?.kind !== 'created') return undefined;
+      if (ctx.key) ctx.key.checked = true;
+      return { status: 201, body };
     },
 
     /**

@@ -24,6 +24,16 @@ export interface NewRecordRow {
   viewerIds: string[];
 }
 
+/** An idempotent request's answer, stored with its record by the statement that writes it. */
+export interface IdempotentAnswer {
+  scope: string;
+  key: string;
+  requestHash: string;
+  statusCode: number;
+  body: unknown;
+  ttlHours: number;
+}
+
 export interface RecordEventInput {
   recordId: string;
   type: string;
@@ -204,11 +214,17 @@ export function createRecordsRepo(db: Executor) {
         entityKey: string;
         /** An API key taken from memory: the item is written only while the key is unrevoked. */
         uncheckedKeyId?: string | null;
+        /**
+         * An idempotency key no row holds yet: the item is written only if the statement inserts
+         * the key's row, done, with this answer (a key another request holds leaves it unwritten).
+         * Keys must differ within one call.
+         */
+        answer?: IdempotentAnswer | null;
       }[],
       /** Account webhooks subscribed to `record.created`: a message for each to every new record. */
       webhooks: string[] = [],
-    ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string> }> {
-      if (items.length === 0) return { created: new Map(), keyRevoked: new Set() };
+    ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string>; answerKeyTaken: Set<string> }> {
+      if (items.length === 0) return { created: new Map(), keyRevoked: new Set(), answerKeyTaken: new Set() };
       const input = items.map((item, ord) => ({
         ord,
         id: item.row.id,
@@ -230,27 +246,59 @@ export function createRecordsRepo(db: Executor) {
         entity_key: item.entityKey,
         warnings: item.log?.warnings ?? [],
         key_id: item.uncheckedKeyId ?? null,
+        answer_scope: item.answer?.scope ?? null,
+        answer_key: item.answer?.key ?? null,
+        answer_hash: item.answer?.requestHash ?? null,
+        answer_status: item.answer?.statusCode ?? null,
+        answer_body: item.answer?.body ?? null,
+        answer_ttl_hours: item.answer?.ttlHours ?? null,
       }));
-      const result = await sql<{ id: string; created_at: Date | null }>`
+      const result = await sql<{ id: string; created_at: Date | null; taken: boolean }>`
         WITH given AS (
           SELECT * FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             notes jsonb, request_id text, endpoint text, entity_key text,
-            warnings jsonb, key_id uuid)
-        ), input AS (
+            warnings jsonb, key_id uuid, answer_scope text, answer_key text, answer_hash text,
+            answer_status int, answer_body jsonb, answer_ttl_hours int)
+        ), live AS (
           SELECT * FROM given
           WHERE key_id IS NULL OR EXISTS (
             SELECT 1 FROM api_keys
             WHERE api_keys.account_id = ${accountId}::uuid AND api_keys.id = given.key_id AND api_keys.revoked_at IS NULL)
-        ), ins AS (
+        ), claimed AS (
+          -- The idempotency keys' rows first: the unique index decides, row by row, which key
+          -- is free (no plan reads idempotency_keys any other way).
+          INSERT INTO idempotency_keys (account_id, scope, key, request_hash, state, status_code, response,
+            lease_until, expires_at)
+          SELECT ${accountId}::uuid, answer_scope, answer_key, answer_hash, 'done', answer_status, answer_body,
+            now(), now() + make_interval(hours => answer_ttl_hours)
+          FROM live WHERE answer_key IS NOT NULL
+          ON CONFLICT DO NOTHING
+          RETURNING scope, key
+        ), input AS (
+          SELECT live.*, claimed.key IS NOT NULL AS claims FROM live
+          LEFT JOIN claimed ON claimed.scope = live.answer_scope AND claimed.key = live.answer_key
+          WHERE live.answer_key IS NULL OR claimed.key IS NOT NULL
+        ), plain_ins AS (
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
             dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
           SELECT ${accountId}::uuid, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
             dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END
-          FROM input ORDER BY ord
+          FROM input WHERE NOT claims ORDER BY ord
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
+        ), claimed_ins AS (
+          -- Without ON CONFLICT: a record a unique rule refuses fails the whole statement, so that
+          -- no stored answer names a record that was not written (each item is then taken alone).
+          INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
+          SELECT ${accountId}::uuid, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END
+          FROM input WHERE claims ORDER BY ord
+          RETURNING id, created_at
+        ), ins AS (
+          SELECT * FROM plain_ins UNION ALL SELECT * FROM claimed_ins
         )${
           webhooks.length > 0
             ? recordCreatedOutbox(
@@ -280,18 +328,22 @@ export function createRecordsRepo(db: Executor) {
             input.entity_key, input.source, input.warnings
           FROM ins JOIN input USING (id) WHERE input.endpoint IS NOT NULL
         )
-        SELECT id, created_at FROM ins
+        SELECT id, created_at, false AS taken FROM ins
         UNION ALL
-        SELECT id, NULL FROM given WHERE NOT EXISTS (SELECT 1 FROM input WHERE input.id = given.id) ${PREPARED}`.execute(
+        SELECT id, NULL, true FROM live WHERE NOT EXISTS (SELECT 1 FROM input WHERE input.id = live.id)
+        UNION ALL
+        SELECT id, NULL, false FROM given WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.id = given.id) ${PREPARED}`.execute(
         db,
       );
       const created = new Map<string, Date>();
       const keyRevoked = new Set<string>();
+      const answerKeyTaken = new Set<string>();
       for (const row of result.rows) {
         if (row.created_at) created.set(row.id, row.created_at);
+        else if (row.taken) answerKeyTaken.add(row.id);
         else keyRevoked.add(row.id);
       }
-      return { created, keyRevoked };
+      return { created, keyRevoked, answerKeyTaken };
     },
 
     findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {

@@ -1,0 +1,148 @@
+/**
+ * The storage floor of bulk intake (`npm run bench`, PostgreSQL): what the service writes for a
+ * 100-record bulk call, the 100 record rows of the bench entity and the call's one intake-log
+ * entry listing each entry's outcome, into the service's own tables (the real schema, indexes
+ * and foreign keys), by a client with no server in between. Each of `connections` connections
+ * runs one prepared statement a call, its rows generated inside PostgreSQL (as pgbench would: no
+ * parameter parsing, no JSON), back to back for `seconds`. Rows look like bench/seed.ts's.
+ */
+import pg from 'pg';
+
+export interface FloorResult {
+  connections: number;
+  calls: number;
+  seconds: number;
+  callsPerSecond: number;
+  rowsPerSecond: number;
+  p50: number;
+  p99: number;
+  /** CPU the connections' backends used, ms per record row. */
+  databaseCpuMsPerRow: number | null;
+}
+
+const CALL_SIZE = 100;
+
+const STATEMENT = `
+  WITH v AS (
+    SELECT n,
+      (ARRAY['Ada','Bo','Cyra','Dan','Eva','Finn','Greta','Hugo'])[1 + n % 8] AS first_name,
+      'Floor' || n AS last_name,
+      'Lead.' || $7::text || '.' || n || '@Floor.example' AS email,
+      '+49 30 ' || (1000000 + n % 9000000) AS phone,
+      CASE WHEN n % 3 = 0 THEN NULL ELSE 'Company ' || (n % 500) || ' GmbH' END AS company,
+      (ARRAY['Solar','Heat pump','Battery'])[1 + n % 3] AS interest,
+      5000 + (n % 40) * 500 AS budget, n % 2 = 0 AS consent,
+      to_char(date '2027-01-01' + (n % 365)::int, 'YYYY-MM-DD') AS move_in,
+      'Please call me in the morning about an offer for our house.' AS message
+    FROM generate_series($3::bigint, $3::bigint + ${CALL_SIZE - 1}) AS n
+  ), ins AS (
+    INSERT INTO records (account_id, id, entity_id, name, fields, source, origin, email_lc, dedupe_key,
+      dedupe_unique, pipeline_id, stage_id, stage_entered_at)
+    SELECT $1::uuid, gen_random_uuid(), $2::uuid, v.first_name || ' ' || v.last_name,
+      jsonb_strip_nulls(jsonb_build_object(
+        'first_name', v.first_name, 'last_name', v.last_name, 'email', v.email, 'phone', v.phone,
+        'company', v.company, 'interest', v.interest, 'budget', v.budget, 'consent', v.consent,
+        'move_in', v.move_in, 'message', v.message)),
+      'api', '{}'::jsonb, lower(v.email), lower(v.email), $4::boolean, $5::uuid, $6::uuid,
+      CASE WHEN $6::uuid IS NULL THEN NULL ELSE now() END
+    FROM v ORDER BY n
+    RETURNING id
+  ), log_entry AS (
+    INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, entity_key, source,
+      warnings, items)
+    SELECT $1::uuid, gen_random_uuid(), 'floor-' || $3::bigint, '/api/v1/records/bulk', 'bulk', 200, 'lead', 'api',
+      '[]'::jsonb, jsonb_agg(jsonb_build_object('index', i, 'status', 'created', 'record_id', id) ORDER BY i)
+    FROM (SELECT id, row_number() OVER () - 1 AS i FROM ins) AS o
+  )
+  SELECT count(*)::int AS written FROM ins`;
+
+function cpuMsOf(pid: number, ticksPerSecond: number, cpuTicksOf: (pid: number) => number): number {
+  return (cpuTicksOf(pid) * 1000) / ticksPerSecond;
+}
+
+export async function measureBulkFloor(options: {
+  databaseUrl: string;
+  accountId: string;
+  entityKey: string;
+  connections: number;
+  seconds: number;
+  tag: string;
+  /** Reads a process's CPU ticks (scenarios.ts), for the backends' CPU. */
+  cpuTicksOf: (pid: number) => number;
+  ticksPerSecond: number;
+}): Promise<FloorResult> {
+  const clients = Array.from({ length: options.connections }, () => new pg.Client(options.databaseUrl));
+  try {
+    await Promise.all(clients.map((client) => client.connect()));
+    const first = clients[0]!;
+    const entity = await first.query<{ id: string; duplicate_rule: { action?: string } | null }>(
+      'SELECT id, duplicate_rule FROM entities WHERE account_id = $1 AND key = $2',
+      [options.accountId, options.entityKey],
+    );
+    const entityRow = entity.rows[0];
+    if (!entityRow) throw new Error('floor: no entity');
+    const action = entityRow.duplicate_rule?.action;
+    const dedupeUnique = action === 'update' || action === 'ignore';
+    const stage = await first.query<{ pipeline_id: string; stage_id: string }>(
+      `SELECT p.id AS pipeline_id, s.id AS stage_id FROM pipelines p
+       JOIN stages s ON s.account_id = p.account_id AND s.pipeline_id = p.id
+       WHERE p.account_id = $1 AND p.entity_id = $2 AND NOT p.archived AND NOT s.archived
+       ORDER BY p.position, s.position LIMIT 1`,
+      [options.accountId, entityRow.id],
+    );
+    const pids = await Promise.all(
+      clients.map(
+        async (client) =>
+          (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid,
+      ),
+    );
+    const cpuBefore = pids.map((pid) => cpuMsOf(pid, options.ticksPerSecond, options.cpuTicksOf));
+    const latencies: number[] = [];
+    const started = performance.now();
+    const deadline = started + options.seconds * 1000;
+    await Promise.all(
+      clients.map(async (client, index) => {
+        let call = 0;
+        while (performance.now() < deadline) {
+          const at = performance.now();
+          await client.query({
+            name: 'bench_bulk_floor',
+            text: STATEMENT,
+            values: [
+              options.accountId,
+              entityRow.id,
+              index * 1_000_000_000 + call * CALL_SIZE,
+              dedupeUnique,
+              stage.rows[0]?.pipeline_id ?? null,
+              stage.rows[0]?.stage_id ?? null,
+              options.tag,
+            ],
+          });
+          latencies.push(performance.now() - at);
+          call++;
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const cpuMs = pids.reduce(
+      (sum, pid, index) => sum + cpuMsOf(pid, options.ticksPerSecond, options.cpuTicksOf) - cpuBefore[index]!,
+      0,
+    );
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const at = (q: number) =>
+      Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
+    const calls = latencies.length;
+    return {
+      connections: options.connections,
+      calls,
+      seconds: Math.round(seconds * 10) / 10,
+      callsPerSecond: Math.round(calls / seconds),
+      rowsPerSecond: Math.round((calls * CALL_SIZE) / seconds),
+      p50: at(0.5),
+      p99: at(0.99),
+      databaseCpuMsPerRow: calls > 0 ? Math.round((cpuMs / (calls * CALL_SIZE)) * 1000) / 1000 : null,
+    };
+  } finally {
+    await Promise.all(clients.map((client) => client.end().catch(() => {})));
+  }
+}
