@@ -105,7 +105,7 @@ export function createServices({
   });
   const recordsRepo = createRecordsRepo(db);
   const entities = createEntitiesService({ db, repo: createEntitiesRepo(db), records: recordsRepo, jobs });
-  const sources = createSourcesService({ db, repo: createSourcesRepo(db) });
+  const sources = createSourcesService({ db, repo: createSourcesRepo(db), currentPublicUrl });
   const sessions = createSessionsService({
     db,
     repo: createSessionsRepo(db),

@@ -23,6 +23,7 @@ describe.each(TEST_DATABASES)('settings: sources and their tokens on %s', (kind)
       expect(created.statusCode).toBe(201);
       const source = created.json();
       expect(source.token).toMatch(/^st_/);
+      expect(source.intake_url).toBe(`http://127.0.0.1:3000/api/v1/in/${source.token}`);
       const intake = await intakeWith(source.token, 'src@b.co');
       expect(intake.statusCode).toBe(201);
       const record = await t.request({
@@ -41,7 +42,8 @@ describe.each(TEST_DATABASES)('settings: sources and their tokens on %s', (kind)
       const source = (await call('POST', '/api/v1/settings/sources', { name: 'Ads' })).json();
       const rotated = await call('POST', `/api/v1/settings/sources/${source.id}/token`);
       expect(rotated.statusCode).toBe(201);
-      const { token } = rotated.json();
+      const { token, intake_url } = rotated.json();
+      expect(intake_url).toBe(`http://127.0.0.1:3000/api/v1/in/${token}`);
       expect(token).not.toBe(source.token);
       expect((await intakeWith(source.token, 'old@b.co')).statusCode).toBe(401);
       expect((await intakeWith(token, 'new@b.co')).statusCode).toBe(201);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
@@ -27,6 +28,18 @@ export interface BulkLogItem {
   details?: unknown[];
 }
 
+/** Filters of the intake log; `before` is exclusive. */
+export interface IntakeLogFilter {
+  outcome?: string;
+  endpoint?: string;
+  source?: string;
+  entity?: string;
+  recordId?: string;
+  requestId?: string;
+  from?: Date;
+  before?: Date;
+}
+
 export function createIntakeRepo(db: Executor) {
   return {
     async log(accountId: string, entries: IntakeLogEntry[], tx: Executor = db) {
@@ -53,7 +66,13 @@ export function createIntakeRepo(db: Executor) {
     },
 
     /** Newest first. */
-    list(accountId: string, limit: number, before: CursorPosition | null, tx: Executor = db) {
+    list(
+      accountId: string,
+      filter: IntakeLogFilter,
+      limit: number,
+      before: CursorPosition | null,
+      tx: Executor = db,
+    ) {
       let query = tx
         .selectFrom('intake_log')
         .select([
@@ -71,6 +90,23 @@ export function createIntakeRepo(db: Executor) {
           'created_at',
         ])
         .where('account_id', '=', accountId);
+      if (filter.outcome) query = query.where('outcome', '=', filter.outcome);
+      if (filter.endpoint) query = query.where('endpoint', '=', filter.endpoint);
+      if (filter.source) query = query.where('source', '=', filter.source);
+      if (filter.entity) query = query.where('entity_key', '=', filter.entity);
+      if (filter.requestId) query = query.where('request_id', '=', filter.requestId);
+      if (filter.from) query = query.where('created_at', '>=', filter.from);
+      if (filter.before) query = query.where('created_at', '<', filter.before);
+      const recordId = filter.recordId;
+      if (recordId) {
+        // A bulk call names its records in `items`.
+        query = query.where((eb) =>
+          eb.or([
+            eb('record_id', '=', recordId),
+            sql<boolean>`items @> ${JSON.stringify([{ record_id: recordId }])}::jsonb`,
+          ]),
+        );
+      }
       if (before) {
         query = query.where((eb) =>
           eb.or([

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { accountIdOf, actorOf, credentialOf, senderNameOf } from '../../http/auth.ts';
 import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
-import { IdempotencyHeaders, PageQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
+import { IdempotencyHeaders, s1Errors, s2Errors } from '../../http/schemas.ts';
 import { requireBody } from '../../http/validation.ts';
 import { webFormHandlers } from '../web-forms/web-forms.http.ts';
 import type { WebFormsService } from '../web-forms/web-forms.service.ts';
@@ -12,6 +12,7 @@ import {
   BulkBody,
   BulkResponse,
   IntakeLogList,
+  IntakeLogQuery,
   IntakeResponse,
   S1BulkBody,
   S1BulkResponse,
@@ -150,11 +151,11 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         operationId: 'listIntakeLog',
         summary: 'Outcome of every intake call, newest first (one entry per call)',
         description: 'A bulk call is one entry whose `items` list what became of each of its entries.',
-        querystring: PageQuery,
+        querystring: IntakeLogQuery,
         response: { 200: IntakeLogList, ...s2Errors },
       },
     },
-    async (request) => intake.listLog(accountIdOf(request), request.query.limit ?? 100, request.query.cursor),
+    async (request) => intake.listLog(accountIdOf(request), request.query),
   );
 
   app.post(

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { IdempotencyKey, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { Cursor, IdempotencyKey, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
 import { StartDistributionResponse } from '../distribution/distribution.schemas.ts';
 import { DocumentRef } from '../records/records.schemas.ts';
 import { ORIGIN_KEYS } from './intake.handover.ts';
@@ -311,6 +311,52 @@ const IntakeLogItem = Type.Object(
     description: 'A refused entry carries `error` (and `details` when there are any), any other `record_id`',
   },
 );
+
+export const INTAKE_LOG_OUTCOMES = ['created', 'updated', 'unchanged', 'refused', 'spam', 'bulk'] as const;
+
+const TimeBound = (description: string) =>
+  Type.Union(
+    [Type.String({ format: 'date', maxLength: 10 }), Type.String({ format: 'date-time', maxLength: 64 })],
+    { description },
+  );
+
+/** Filters of the intake log (all optional, combined with and), and its paging. */
+export const IntakeLogQuery = Type.Object({
+  outcome: Type.Optional(
+    Type.String({ enum: [...INTAKE_LOG_OUTCOMES], description: 'entries with this outcome' }),
+  ),
+  endpoint: Type.Optional(
+    Type.String({
+      enum: ['records', 'in', 'records.bulk', 's1.intake', 's1.bulk'],
+      description: 'entries of calls to this door',
+    }),
+  ),
+  source: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'entries whose source has this name' }),
+  ),
+  entity: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'entries naming this entity key' }),
+  ),
+  record_id: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description: 'entries of this record, also bulk calls with an entry for it',
+    }),
+  ),
+  request_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'the entry of the call with this X-Request-Id',
+    }),
+  ),
+  created_from: Type.Optional(
+    TimeBound('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+  ),
+  created_to: Type.Optional(TimeBound('entries written at or before; a date includes that whole day (UTC)')),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  cursor: Type.Optional(Cursor),
+});
 
 export const IntakeLogList = Type.Object({
   entries: Type.Array(

@@ -3,7 +3,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
-import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, isStorableTime, timeBound } from '../../lib/cursor.ts';
 import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
@@ -28,7 +28,21 @@ import {
 import { recordEventData } from '../records/record-webhooks.ts';
 import type { NewRecordRow, RecordsRepo } from '../records/records.repo.ts';
 import type { UsersRepo } from '../users/users.repo.ts';
-import type { BulkLogItem, IntakeLogEntry, IntakeRepo } from './intake.repo.ts';
+import type { BulkLogItem, IntakeLogEntry, IntakeLogFilter, IntakeRepo } from './intake.repo.ts';
+
+/** The query of `GET /api/v1/intake-log`, as validated by its schema. */
+export interface IntakeLogQuery {
+  outcome?: string;
+  endpoint?: string;
+  source?: string;
+  entity?: string;
+  record_id?: string;
+  request_id?: string;
+  created_from?: string;
+  created_to?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 export interface Warning {
   key: string;
@@ -1006,8 +1020,32 @@ export function createIntakeService({
       });
     },
 
-    async listLog(accountId: string, limit: number, cursor: string | undefined) {
-      const rows = await intakeLog.list(accountId, limit + 1, decodeCursor(cursor));
+    async listLog(accountId: string, query: IntakeLogQuery) {
+      const limit = query.limit ?? 100;
+      const filter: IntakeLogFilter = {
+        outcome: query.outcome,
+        endpoint: query.endpoint,
+        source: query.source,
+        entity: query.entity,
+        recordId: query.record_id,
+        requestId: query.request_id,
+        from: timeBound(query.created_from, false),
+        before: timeBound(query.created_to, true),
+      };
+      const problems: ValidationDetail[] = [];
+      for (const [key, at] of [
+        ['created_from', filter.from],
+        ['created_to', filter.before],
+      ] as const) {
+        if (at && !isStorableTime(at))
+          problems.push({
+            key,
+            reason: 'invalid_format',
+            message: `${key} must be an ISO date or timestamp`,
+          });
+      }
+      if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+      const rows = await intakeLog.list(accountId, filter, limit + 1, decodeCursor(query.cursor));
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {

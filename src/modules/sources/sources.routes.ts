@@ -5,6 +5,7 @@ import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   CreatedSource,
   CreateSourceBody,
+  IntakeUrl,
   SourceList,
   SourceView,
   Token,
@@ -89,7 +90,7 @@ export const sourcesRoutes: FastifyPluginAsyncTypebox<{ sources: SourcesService 
         operationId: 'rotateSourceToken',
         summary: 'Issue a new token; the old one stops working',
         params: IdParams,
-        response: { 201: Type.Object({ token: Token }), ...s2Errors },
+        response: { 201: Type.Object({ token: Token, intake_url: IntakeUrl }), ...s2Errors },
       },
     },
     async (request, reply) =>

@@ -99,6 +99,11 @@ export const Token = Type.String({
   description: 'Source token for POST /api/v1/in/{token}; shown only here',
 });
 
+export const IntakeUrl = Type.String({
+  description:
+    'PUBLIC_URL/api/v1/in/{token}: where the source posts (and a website form’s action); shown only here',
+});
+
 export const SourceView = Type.Object({
   id: Uuid,
   name: Type.String(),
@@ -111,6 +116,7 @@ export const CreatedSource = Type.Object({
   id: Uuid,
   name: Type.String(),
   token: Token,
+  intake_url: IntakeUrl,
   ...formSettingsOut,
   created_at: Timestamp,
 });

@@ -120,7 +120,18 @@ function view(row: SourceRow & { token_prefix?: string | null }) {
 
 const sourceNotFound = () => new AppError('not_found', { message: 'Source not found' });
 
-export function createSourcesService({ db, repo }: { db: Db; repo: SourcesRepo }) {
+export function createSourcesService({
+  db,
+  repo,
+  currentPublicUrl,
+}: {
+  db: Db;
+  repo: SourcesRepo;
+  /** PUBLIC_URL, for the intake address a new token answers with. */
+  currentPublicUrl: () => string;
+}) {
+  const intakeUrl = (token: string) => `${currentPublicUrl()}/api/v1/in/${token}`;
+
   /** Revokes whatever token the source has and issues a new one: one active token per source. */
   async function issueToken(accountId: string, sourceId: string, tx: Executor): Promise<string> {
     const token = generateToken('st_');
@@ -148,7 +159,7 @@ export function createSourcesService({ db, repo }: { db: Db; repo: SourcesRepo }
         const row = await repo.insert(accountId, { id: randomUUID(), name: input.name, ...settings }, tx);
         const token = await issueToken(accountId, row.id, tx);
         const { token_prefix: _prefix, ...shown } = view(row);
-        return { ...shown, token };
+        return { ...shown, token, intake_url: intakeUrl(token) };
       });
     },
 
@@ -178,7 +189,8 @@ export function createSourcesService({ db, repo }: { db: Db; repo: SourcesRepo }
     async rotateToken(accountId: string, sourceId: string) {
       return db.transaction().execute(async (tx) => {
         if (!(await repo.find(accountId, sourceId, tx))) throw sourceNotFound();
-        return { token: await issueToken(accountId, sourceId, tx) };
+        const token = await issueToken(accountId, sourceId, tx);
+        return { token, intake_url: intakeUrl(token) };
       });
     },
 

@@ -1,0 +1,156 @@
+// Shapes of the settings API the settings screens use (decisions §2, §3, §11, §12, §13, §14).
+
+export const PERMISSIONS = [
+  'records:read',
+  'records:write',
+  'notes:write',
+  'documents:read',
+  'crm',
+  'distribution',
+  'booking',
+  'settings',
+] as const;
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  strict: boolean;
+  permissions: string[];
+  created_at: string;
+}
+export interface CreatedApiKey extends ApiKey {
+  key: string;
+}
+
+export interface FormSettings {
+  success_url: string | null;
+  error_url: string | null;
+  allowed_origins: string[];
+  honeypot_field: string | null;
+  rate_limit_per_minute: number;
+}
+export interface Source extends FormSettings {
+  id: string;
+  name: string;
+  token_prefix: string | null;
+  created_at: string;
+}
+export interface NewToken {
+  token: string;
+  intake_url: string;
+}
+
+export const FIELD_TYPES = [
+  'text',
+  'textarea',
+  'number',
+  'boolean',
+  'date',
+  'datetime',
+  'select',
+  'multiselect',
+  'file',
+  'files',
+] as const;
+export const FORMATS_BY_TYPE: Record<string, readonly string[]> = {
+  text: ['email', 'phone', 'url', 'postal_code', 'iban'],
+  number: ['integer', 'decimal', 'currency', 'percent'],
+};
+export const FIELD_ROLES = ['email', 'phone', 'first_name', 'last_name', 'company'] as const;
+export const DUPLICATE_ACTIONS = ['update', 'ignore', 'create'] as const;
+
+export interface FieldDef {
+  key: string;
+  label: string;
+  type: string;
+  format: string | null;
+  required: boolean;
+  options?: string[];
+  role: string | null;
+}
+export interface EntityDefinition {
+  id: string;
+  key: string;
+  name: string;
+  archived: boolean;
+  fields: FieldDef[];
+  duplicate_rule: { match: string[]; action: string } | null;
+  pipelines: { name: string; stages: string[] }[];
+  duplicate_keys: { status: 'current' | 'recomputing'; done: number; total: number };
+  created_at: string;
+  updated_at: string;
+}
+
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
+export type Hours = [string, string][];
+export interface Calendar {
+  id: string;
+  name: string;
+  time_zone: string;
+  slot_minutes: number;
+  buffer_minutes: number;
+  min_notice_minutes: number;
+  horizon_days: number;
+  capacity: number;
+  weekly: Record<Weekday, Hours>;
+  exceptions: { date: string; hours: Hours }[];
+  default: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export const WEBHOOK_EVENTS = [
+  'record.created',
+  'record.updated',
+  'record.stage_changed',
+  'note.added',
+  'document.attached',
+  'delivery.delivered',
+  'delivery.failed',
+  'delivery.returned',
+  'booking.created',
+  'booking.cancelled',
+] as const;
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  enabled: boolean;
+  disabled_reason: string | null;
+  failing_since: string | null;
+  previous_secret_until: string | null;
+  created_at: string;
+  updated_at: string;
+  secret?: string;
+}
+export interface WebhookTestResult {
+  message_id: string;
+  delivered: boolean;
+  status_code: number | null;
+  body: string | null;
+  error: string | null;
+  duration_ms: number;
+}
+export interface WebhookAttempt {
+  id: string;
+  message_id: string;
+  event: string;
+  attempt: number;
+  outcome: 'delivered' | 'failed';
+  status_code: number | null;
+  response: string | null;
+  error: string | null;
+  duration_ms: number;
+  attempted_at: string;
+}
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  role: 'owner' | 'admin' | 'member' | 'viewer';
+  created_at: string;
+}
