@@ -112,7 +112,7 @@ export function firstStartBanner(options: {
       `    -d '{"entity":"lead","fields":{"first_name":"Ada","last_name":"Lovelace","email":"ada@example.com","interest":"Solar"}}'`,
     );
   }
-  lines.push('', `  API reference: ${options.publicUrl}/docs`, '');
+  lines.push('', `  Web console:   ${options.publicUrl}/`, `  API reference: ${options.publicUrl}/docs`, '');
   return lines.join('\n');
 }
 

@@ -21,6 +21,7 @@ import {
 } from '../distribution/api.ts';
 import { ParticipationsTable, SecretOnce } from '../distribution/participations.tsx';
 import { CheckboxField } from '../partners/form.tsx';
+import { SettingsNav } from '../settings/parts.tsx';
 import { messages } from './messages.ts';
 import { integerOrText, ParticipationForm } from './participation-form.tsx';
 import { RulesEditor } from './rules.tsx';
@@ -44,6 +45,7 @@ export function DistributionSetupPage() {
 
   return (
     <section>
+      <SettingsNav />
       <PageTitle>{t('title')}</PageTitle>
       {entities.isPending || setups.isPending ? <Loading /> : null}
       <ErrorText error={entities.error ?? setups.error} />

@@ -3,11 +3,5 @@ import { PipelinesSettings } from './pipelines.tsx';
 
 export const area: Area = {
   id: 'pipelines',
-  nav: {
-    to: '/settings/pipelines',
-    label: { en: 'Pipelines', de: 'Pipelines' },
-    order: 80,
-    capability: 'settings',
-  },
   routes: [{ path: '/settings/pipelines', element: <PipelinesSettings /> }],
 };

@@ -11,6 +11,7 @@ import { ErrorText } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
 import { useToast } from '../../ui/toast.tsx';
+import { SettingsNav } from '../settings/parts.tsx';
 import {
   fetchSettingsEntities,
   type PipelineDef,
@@ -42,6 +43,7 @@ export function PipelinesSettings() {
   const list = (entities.data?.entities ?? []).filter((entity) => !entity.archived);
   return (
     <section className="pipelines-page">
+      <SettingsNav />
       <PageTitle>{t('title')}</PageTitle>
       <section aria-labelledby="pipelines-heading">
         <h2 id="pipelines-heading">{t('pipelines')}</h2>

@@ -152,6 +152,8 @@ export function SettingsNav() {
     { to: '/settings/api-keys', label: t('apiKeys') },
     { to: '/settings/sources', label: t('sources') },
     { to: '/settings/entities', label: t('entities') },
+    { to: '/settings/pipelines', label: t('pipelinesAndAutomations'), module: 'crm' },
+    { to: '/settings/distribution', label: t('distributionSetup'), module: 'distribution' },
     { to: '/settings/calendars', label: t('calendars'), module: 'booking' },
     { to: '/settings/webhooks', label: t('webhooks') },
     { to: '/settings/users', label: t('users'), capability: 'users' },
