@@ -274,12 +274,17 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
   describe('security', () => {
     it('declares how each operation authenticates', () => {
       expect(doc.paths['/api/v1/records']!.patch.security).toEqual([{ recordToken: [] }]);
-      expect(doc.paths['/api/v1/records']!.post.security).toEqual([{ apiKey: [] }]);
+      // Wherever an API key is taken, a person's session cookie is too (decisions §14).
+      expect(doc.paths['/api/v1/records']!.post.security).toEqual([{ apiKey: [] }, { sessionCookie: [] }]);
       expect(doc.paths['/admin/v1/accounts']!.post.security).toEqual([{ adminToken: [] }]);
       expect(doc.paths['/api/v1/documents/{id}']!.get.security).toEqual([
         { signedAddress: [] },
         { apiKey: [] },
+        { sessionCookie: [] },
       ]);
+      expect(doc.paths['/api/v1/session']!.get.security).toEqual([{ sessionCookie: [] }]);
+      expect(doc.paths['/api/v1/session']!.post.security).toEqual([]);
+      expect(doc.paths['/api/v1/session/password']!.post.security).toEqual([{}, { sessionCookie: [] }]);
       expect(doc.paths['/api/v1/in/{token}']!.post.security).toEqual([]);
     });
 

@@ -38,6 +38,7 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
   let partnerId: string;
   let participationId: string;
   let calendarId: string;
+  let userId: string;
   let appointmentId: string;
 
   /** Every table's rows, so that "nothing written" covers every table there is. */
@@ -123,6 +124,14 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
         url: '/api/v1/settings/webhooks',
         key: account.apiKey,
         body: { url: 'http://127.0.0.1:9/typed', events: ['*'] },
+      })
+    ).json().id;
+    userId = (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: account.apiKey,
+        body: { email: 'typed@b.co', name: 'Typed' },
       })
     ).json().id;
     keyId = (await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: account.apiKey })).json()
@@ -220,8 +229,40 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       path: '/api/v1/settings/users',
       url: () => '/api/v1/settings/users',
       key: apiKey,
-      body: { email: 'u@b.co', name: 'U' },
-      wrong: { name: 7, email: ['u@b.co'] },
+      body: { email: 'u@b.co', name: 'U', role: 'viewer' },
+      wrong: { name: 7, email: ['u@b.co'], role: 1 },
+    },
+    {
+      method: 'PATCH',
+      path: '/api/v1/settings/users/{id}',
+      url: () => `/api/v1/settings/users/${userId}`,
+      key: apiKey,
+      body: { name: 'Renamed', role: 'admin' },
+      wrong: { name: 7, role: ['admin'] },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/session',
+      url: () => '/api/v1/session',
+      key: () => '',
+      body: { email: 'typed@b.co', password: 'a long password' },
+      wrong: { email: 1, password: true, token: 5, account_id: 7 },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/session/link',
+      url: () => '/api/v1/session/link',
+      key: () => '',
+      body: { email: 'typed@b.co' },
+      wrong: { email: ['typed@b.co'] },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/session/password',
+      url: () => '/api/v1/session/password',
+      key: () => '',
+      body: { token: 'sl_unknown', password: 'a long password' },
+      wrong: { token: 1, password: 1234567890, current_password: false },
     },
     {
       method: 'PUT',
