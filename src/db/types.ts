@@ -306,6 +306,11 @@ export interface OutboundMessagesTable {
   ref: string | null;
   created_at: CreatedAt;
   finished_at: NullableTimestamp;
+  /** A successful attempt kept on the message (no attempt row): its HTTP status or SMTP reply code. */
+  status_code: number | null;
+  reply: string | null;
+  /** Set only with a kept attempt. */
+  duration_ms: number | null;
 }
 
 export interface OutboundAttemptsTable {

@@ -69,18 +69,19 @@ const DESTINATION_COLUMNS = [
   'updated_at',
 ] as const;
 
-const ATTEMPT_COLUMNS = [
-  'outbound_attempts.id',
-  'outbound_attempts.message_id',
-  'outbound_messages.event_type',
-  'outbound_attempts.attempt',
-  'outbound_attempts.outcome',
-  'outbound_attempts.status_code',
-  'outbound_attempts.reply',
-  'outbound_attempts.error',
-  'outbound_attempts.duration_ms',
-  'outbound_attempts.created_at',
-] as const;
+/** One attempt as the attempts listing reads it. */
+export interface AttemptRow {
+  id: string;
+  message_id: string;
+  event_type: string;
+  attempt: number;
+  outcome: string;
+  status_code: number | null;
+  reply: string | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: Date;
+}
 
 /** The claim statement's common part: due rows (or one row) leased to `claimId`, with their destination. */
 function claimStatement(
@@ -205,11 +206,12 @@ export function createOutboundRepo(db: Executor) {
     },
 
     /**
-     * Writes successful attempts of many messages in one statement, as `finishAttempt` writes
-     * one (the message delivered while its claim holds it, the attempt row, the failure clock of
-     * a destination that was failing cleared). Answers the ids of the messages written; the
-     * others' claims were lost. One statement for a batch, not one per message: at intake's pace
-     * the statements, not the rows, were most of the engine's cost.
+     * Writes successful attempts of many messages in one statement: each message delivered while
+     * its claim holds it, with the attempt's outcome kept on the message row (no attempt row; the
+     * attempts listing reads it from there), and the failure clock of a destination that was
+     * failing cleared. Answers the ids of the messages written; the others' claims were lost. One
+     * statement for a batch, not one per message, and one row written per message: at intake's
+     * pace the statements and the rows, not the sends, were most of the engine's cost.
      */
     async finishDelivered(attempts: FinishedAttempt[], tx: Executor = db): Promise<Set<string>> {
       if (attempts.length === 0) return new Set();
@@ -218,7 +220,6 @@ export function createOutboundRepo(db: Executor) {
         message_id: attempt.messageId,
         claim_id: attempt.claimId,
         destination_id: attempt.destinationId,
-        attempt: attempt.attempt,
         status_code: attempt.statusCode,
         reply: attempt.reply,
         duration_ms: attempt.durationMs,
@@ -226,25 +227,18 @@ export function createOutboundRepo(db: Executor) {
       const result = await sql<{ id: string }>`
         WITH input AS (
           SELECT * FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS x(account_id uuid, message_id uuid,
-            claim_id uuid, destination_id uuid, attempt int, status_code int, reply text, duration_ms int)
+            claim_id uuid, destination_id uuid, status_code int, reply text, duration_ms int)
         ), msg AS (
           UPDATE outbound_messages m
-          SET status = 'delivered', claim_id = NULL, claimed_until = NULL, last_error = NULL, finished_at = now()
+          SET status = 'delivered', claim_id = NULL, claimed_until = NULL, last_error = NULL, finished_at = now(),
+            status_code = input.status_code, reply = input.reply, duration_ms = input.duration_ms
           FROM input
           WHERE m.account_id = input.account_id AND m.id = input.message_id AND m.claim_id = input.claim_id
-          RETURNING m.account_id, m.id
-        ), att AS (
-          INSERT INTO outbound_attempts (account_id, id, message_id, destination_id, attempt, outcome, status_code,
-            reply, error, duration_ms)
-          SELECT msg.account_id, gen_random_uuid(), msg.id, input.destination_id, input.attempt, 'delivered',
-            input.status_code, input.reply, NULL, input.duration_ms
-          FROM msg JOIN input ON input.account_id = msg.account_id AND input.message_id = msg.id
+          RETURNING m.account_id, m.id, m.destination_id
         ), dest AS (
           UPDATE webhook_destinations d
           SET failing_since = NULL, disabled_reason = CASE WHEN NOT d.enabled THEN d.disabled_reason END
-          WHERE d.failing_since IS NOT NULL AND (d.account_id, d.id) IN (
-            SELECT msg.account_id, input.destination_id
-            FROM msg JOIN input ON input.account_id = msg.account_id AND input.message_id = msg.id)
+          WHERE d.failing_since IS NOT NULL AND (d.account_id, d.id) IN (SELECT account_id, destination_id FROM msg)
         )
         SELECT id FROM msg ${PREPARED}`.execute(tx);
       return new Set(result.rows.map((row) => row.id));
@@ -413,38 +407,44 @@ export function createOutboundRepo(db: Executor) {
         .execute();
     },
 
-    /** A destination's attempts, newest first, after the cursor position. */
-    listAttempts(
+    /**
+     * A destination's attempts, newest first, after the cursor position: the attempt rows and
+     * the successful attempts kept on their messages (`finishDelivered`), each side read in its
+     * own index's order and merged.
+     */
+    async listAttempts(
       accountId: string,
       destinationId: string,
       limit: number,
       after: { createdAt: string; id: string } | null,
       tx: Executor = db,
     ) {
-      let query = tx
-        .selectFrom('outbound_attempts')
-        .innerJoin('outbound_messages', (join) =>
-          join
-            .onRef('outbound_messages.account_id', '=', 'outbound_attempts.account_id')
-            .onRef('outbound_messages.id', '=', 'outbound_attempts.message_id'),
-        )
-        .select(ATTEMPT_COLUMNS)
-        .where('outbound_attempts.account_id', '=', accountId)
-        .where('outbound_attempts.destination_id', '=', destinationId);
-      if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([
-            eb('outbound_attempts.created_at', '<', at),
-            eb.and([eb('outbound_attempts.created_at', '=', at), eb('outbound_attempts.id', '<', after.id)]),
-          ]),
-        );
-      }
-      return query
-        .orderBy('outbound_attempts.created_at', 'desc')
-        .orderBy('outbound_attempts.id', 'desc')
-        .limit(limit)
-        .execute();
+      const at = after ? new Date(after.createdAt) : null;
+      const attemptsAfter = at ? sql`AND (a.created_at, a.id) < (${at}, ${after!.id}::uuid)` : sql``;
+      const keptAfter = at ? sql`AND (m.finished_at, m.id) < (${at}, ${after!.id}::uuid)` : sql``;
+      const result = await sql<AttemptRow>`
+        SELECT * FROM (
+          (SELECT a.id, a.message_id, m.event_type, a.attempt, a.outcome, a.status_code, a.reply, a.error,
+            a.duration_ms, a.created_at
+          FROM outbound_attempts a
+          JOIN outbound_messages m ON m.account_id = a.account_id AND m.id = a.message_id
+          WHERE a.account_id = ${accountId}::uuid AND a.destination_id = ${destinationId}::uuid
+            ${attemptsAfter}
+          ORDER BY a.created_at DESC, a.id DESC
+          LIMIT ${limit})
+          UNION ALL
+          (SELECT m.id, m.id AS message_id, m.event_type, m.attempts AS attempt, 'delivered' AS outcome, m.status_code,
+            m.reply, NULL AS error, m.duration_ms, m.finished_at AS created_at
+          FROM outbound_messages m
+          WHERE m.account_id = ${accountId}::uuid AND m.destination_id = ${destinationId}::uuid
+            AND m.duration_ms IS NOT NULL
+            ${keptAfter}
+          ORDER BY m.finished_at DESC, m.id DESC
+          LIMIT ${limit})
+        ) AS attempts
+        ORDER BY created_at DESC, id DESC
+        LIMIT ${limit}`.execute(tx);
+      return result.rows;
     },
 
     /** The account's stored secrets of one destination, sealed. */

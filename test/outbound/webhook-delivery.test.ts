@@ -239,6 +239,86 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
         { message_id: tested.json().message_id, outcome: 'delivered', status_code: 202 },
       ]);
     });
+    it('lists successful attempts kept on their messages with the failed ones, newest first, paged alike', async () => {
+      const account = await accountWithLeads(t);
+      const hook = await receiver();
+      const webhook = await subscribe(account, hook.url, ['record.created']);
+      hook.verifyWith(webhook.secret);
+      hook.answerNext({ status: 500, body: 'boom' });
+      for (const email of [
+        'kept1@events.test',
+        'kept2@events.test',
+        'kept3@events.test',
+        'kept4@events.test',
+      ]) {
+        expect((await intake(account, email)).statusCode).toBe(201);
+      }
+      type Listed = {
+        id: string;
+        message_id: string;
+        event: string;
+        attempt: number;
+        outcome: string;
+        status_code: number | null;
+        response: string | null;
+        error: string | null;
+        duration_ms: number;
+        attempted_at: string;
+      };
+      const page = async (limit: number, cursor?: string) => {
+        const query = cursor ? `?limit=${limit}&cursor=${cursor}` : `?limit=${limit}`;
+        const response = await t.request({
+          method: 'GET',
+          url: `/api/v1/settings/webhooks/${webhook.id}/attempts${query}`,
+          key: account.apiKey,
+        });
+        expect(response.statusCode).toBe(200);
+        return response.json() as { attempts: Listed[]; next_cursor: string | null };
+      };
+      const all = await waitFor(async () => {
+        const listed = await page(100);
+        return listed.attempts.filter((a) => a.outcome === 'delivered').length === 4 ? listed.attempts : null;
+      });
+      expect(all).toHaveLength(5);
+      const failed = all.filter((a) => a.outcome === 'failed');
+      expect(failed).toMatchObject([{ attempt: 1, status_code: 500, response: 'boom', error: 'http_500' }]);
+      expect(failed[0]!.id).not.toBe(failed[0]!.message_id);
+      const delivered = all.filter((a) => a.outcome === 'delivered');
+      for (const attempt of delivered) {
+        // A kept attempt answers with its message's id, the same on every read.
+        expect(attempt).toMatchObject({
+          id: attempt.message_id,
+          event: 'record.created',
+          status_code: 200,
+          error: null,
+        });
+        expect(attempt.duration_ms).toBeGreaterThanOrEqual(0);
+      }
+      expect(delivered.find((a) => a.message_id === failed[0]!.message_id)?.attempt).toBe(2);
+      expect(delivered.filter((a) => a.attempt === 1)).toHaveLength(3);
+      const order = [...all].sort((a, b) =>
+        a.attempted_at === b.attempted_at ? (a.id < b.id ? 1 : -1) : a.attempted_at < b.attempted_at ? 1 : -1,
+      );
+      expect(all).toEqual(order);
+      // Only the failure is an attempt row.
+      const rows = await t.db
+        .selectFrom('outbound_attempts')
+        .select('outcome')
+        .where('account_id', '=', account.id)
+        .execute();
+      expect(rows).toEqual([{ outcome: 'failed' }]);
+      // Pages of two walk the same list, across both kinds.
+      const paged: Listed[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; pages < 5; pages++) {
+        const next = await page(2, cursor);
+        paged.push(...next.attempts);
+        if (!next.next_cursor) break;
+        cursor = next.next_cursor;
+      }
+      expect(paged).toEqual(all);
+      expect(await page(100)).toEqual({ attempts: all, next_cursor: null });
+    });
   });
 
   describe('errors', () => {
