@@ -16,7 +16,9 @@ import {
   TableHeader,
 } from 'react-aria-components';
 import { useT } from '../lib/i18n.tsx';
+import { ErrorText } from './errors.tsx';
 import { uiMessages } from './messages.ts';
+import { Loading } from './pages.tsx';
 
 export interface ColumnDef<T> {
   id: string;
@@ -168,5 +170,36 @@ export function Pager({
         {t('nextPage')}
       </Button>
     </nav>
+  );
+}
+
+/** A cursor-paged list as screens show it: loading, the error, the table of a page and its pager. */
+export function PagedTable<T, D extends { next_cursor: string | null }>({
+  query,
+  rowsOf,
+  pages,
+  ...table
+}: Omit<DataTableProps<T>, 'rows'> & {
+  query: { isPending: boolean; error: unknown; data?: D };
+  rowsOf(data: D): readonly T[];
+  pages: ReturnType<typeof useCursorPages>;
+}) {
+  const data = query.data;
+  return (
+    <>
+      {query.isPending ? <Loading /> : null}
+      <ErrorText error={query.error} />
+      {data ? (
+        <>
+          <DataTable {...table} rows={rowsOf(data)} />
+          <Pager
+            page={pages.page}
+            hasNext={Boolean(data.next_cursor)}
+            onNext={() => data.next_cursor && pages.next(data.next_cursor)}
+            onPrevious={pages.previous}
+          />
+        </>
+      ) : null}
+    </>
   );
 }

@@ -10,12 +10,11 @@ import { useFormat, useT } from '../../lib/i18n.tsx';
 import { useSession } from '../../lib/session.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
-import { Loading, PageTitle } from '../../ui/pages.tsx';
+import { PageTitle } from '../../ui/pages.tsx';
 import {
   type ColumnDef,
   ColumnPicker,
-  DataTable,
-  Pager,
+  PagedTable,
   useColumnChoice,
   useCursorPages,
 } from '../../ui/table.tsx';
@@ -172,25 +171,15 @@ export function DeliveriesList() {
       {returning ? (
         <ReturnPanel key={returning.id} delivery={returning} onDone={() => setReturning(null)} />
       ) : null}
-      {list.isPending ? <Loading /> : null}
-      <ErrorText error={list.error} />
-      {list.data ? (
-        <>
-          <DataTable
-            label={t('tableLabel')}
-            columns={choice.visible}
-            rows={list.data.deliveries}
-            rowId={(r) => r.id}
-            empty={t('noDeliveries')}
-          />
-          <Pager
-            page={pages.page}
-            hasNext={Boolean(list.data.next_cursor)}
-            onNext={() => list.data?.next_cursor && pages.next(list.data.next_cursor)}
-            onPrevious={pages.previous}
-          />
-        </>
-      ) : null}
+      <PagedTable
+        query={list}
+        rowsOf={(data) => data.deliveries}
+        pages={pages}
+        label={t('tableLabel')}
+        columns={choice.visible}
+        rowId={(r) => r.id}
+        empty={t('noDeliveries')}
+      />
     </section>
   );
 }

@@ -5,14 +5,12 @@ import { Button } from 'react-aria-components';
 import { Link, useSearchParams } from 'react-router';
 import { api } from '../../lib/api.ts';
 import { useFormat, useT } from '../../lib/i18n.tsx';
-import { ErrorText } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
-import { Loading, PageTitle } from '../../ui/pages.tsx';
+import { PageTitle } from '../../ui/pages.tsx';
 import {
   type ColumnDef,
   ColumnPicker,
-  DataTable,
-  Pager,
+  PagedTable,
   useColumnChoice,
   useCursorPages,
 } from '../../ui/table.tsx';
@@ -200,25 +198,15 @@ export function IntakeLogScreen() {
           </Button>
         </div>
       </form>
-      {log.isPending ? <Loading /> : null}
-      <ErrorText error={log.error} />
-      {log.data ? (
-        <>
-          <DataTable
-            label={t('title')}
-            columns={choice.visible}
-            rows={log.data.entries}
-            rowId={(e) => e.id}
-            empty={t('empty')}
-          />
-          <Pager
-            page={pages.page}
-            hasNext={Boolean(log.data.next_cursor)}
-            onNext={() => log.data?.next_cursor && pages.next(log.data.next_cursor)}
-            onPrevious={pages.previous}
-          />
-        </>
-      ) : null}
+      <PagedTable
+        query={log}
+        rowsOf={(data) => data.entries}
+        pages={pages}
+        label={t('title')}
+        columns={choice.visible}
+        rowId={(e) => e.id}
+        empty={t('empty')}
+      />
     </section>
   );
 }

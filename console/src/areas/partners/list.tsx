@@ -4,14 +4,12 @@ import { Link } from 'react-router';
 import { api } from '../../lib/api.ts';
 import { useT } from '../../lib/i18n.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { ErrorText } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/fields.tsx';
-import { Loading, PageTitle } from '../../ui/pages.tsx';
+import { PageTitle } from '../../ui/pages.tsx';
 import {
   type ColumnDef,
   ColumnPicker,
-  DataTable,
-  Pager,
+  PagedTable,
   useColumnChoice,
   useCursorPages,
 } from '../../ui/table.tsx';
@@ -76,25 +74,15 @@ export function PartnersList() {
           }}
         />
       </div>
-      {list.isPending ? <Loading /> : null}
-      <ErrorText error={list.error} />
-      {list.data ? (
-        <>
-          <DataTable
-            label={t('tableLabel')}
-            columns={choice.visible}
-            rows={list.data.partner}
-            rowId={(p) => p.id}
-            rowHref={(p) => `/partners/${p.id}`}
-          />
-          <Pager
-            page={pages.page}
-            hasNext={Boolean(list.data.next_cursor)}
-            onNext={() => list.data?.next_cursor && pages.next(list.data.next_cursor)}
-            onPrevious={pages.previous}
-          />
-        </>
-      ) : null}
+      <PagedTable
+        query={list}
+        rowsOf={(data) => data.partner}
+        pages={pages}
+        label={t('tableLabel')}
+        columns={choice.visible}
+        rowId={(p) => p.id}
+        rowHref={(p) => `/partners/${p.id}`}
+      />
     </section>
   );
 }

@@ -5,14 +5,12 @@ import { useSearchParams } from 'react-router';
 import { api } from '../../lib/api.ts';
 import { useFormat, useT } from '../../lib/i18n.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { ErrorText } from '../../ui/errors.tsx';
 import { SelectField, type SelectOption, TextField } from '../../ui/fields.tsx';
-import { Loading, PageTitle } from '../../ui/pages.tsx';
+import { PageTitle } from '../../ui/pages.tsx';
 import {
   type ColumnDef,
   ColumnPicker,
-  DataTable,
-  Pager,
+  PagedTable,
   useColumnChoice,
   useCursorPages,
 } from '../../ui/table.tsx';
@@ -204,26 +202,16 @@ export function RecordsList() {
       <p className="sr-only" role="status" aria-live="polite">
         {announcement}
       </p>
-      {list.isPending ? <Loading /> : null}
-      <ErrorText error={list.error} />
-      {list.data ? (
-        <>
-          <DataTable
-            label={t('tableLabel')}
-            columns={choice.visible}
-            rows={list.data.records}
-            rowId={(r) => r.id}
-            rowHref={(r) => `/records/${r.id}`}
-            empty={t('noRecords')}
-          />
-          <Pager
-            page={pages.page}
-            hasNext={Boolean(list.data.next_cursor)}
-            onNext={() => list.data?.next_cursor && pages.next(list.data.next_cursor)}
-            onPrevious={pages.previous}
-          />
-        </>
-      ) : null}
+      <PagedTable
+        query={list}
+        rowsOf={(data) => data.records}
+        pages={pages}
+        label={t('tableLabel')}
+        columns={choice.visible}
+        rowId={(r) => r.id}
+        rowHref={(r) => `/records/${r.id}`}
+        empty={t('noRecords')}
+      />
     </section>
   );
 }
