@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { addUser, PASSWORD, setPassword } from '../people/support.ts';
+import { addPersonWithPassword, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
   checkAccessibility,
@@ -60,8 +60,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console board on %s', (k
       [admin, 'admin'],
       [viewer, 'viewer'],
     ] as const) {
-      const id = await addUser(server.t, account, { email, role });
-      await setPassword(server.t, account.id, id);
+      await addPersonWithPassword(server.t, account, { email, role });
     }
   });
   afterAll(async () => server?.close());

@@ -9,7 +9,7 @@ import { TEST_DATABASES } from '../helpers/databases.ts';
 import { distributionFactory } from '../helpers/distribution-factory.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
 import { type Receiver, startReceiver, waitFor } from '../outbound/receiver.ts';
-import { addUser, PASSWORD, setPassword } from '../people/support.ts';
+import { addPersonWithPassword, addUser, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
   checkAccessibility,
@@ -43,8 +43,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console: distribution on
     await addUser(server.t, account, { email: `owner-${kind}@dist.test`, name: 'Olga Owner' });
     for (const role of ['admin', 'member', 'viewer'] as const) {
       const email = `${role}-${kind}@dist.test`;
-      const id = await addUser(server.t, account, { email, name: `${role} person`, role });
-      await setPassword(server.t, account.id, id);
+      await addPersonWithPassword(server.t, account, { email, name: `${role} person`, role });
       users[role] = email;
     }
   });

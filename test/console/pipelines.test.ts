@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { addUser, PASSWORD, setPassword } from '../people/support.ts';
+import { addPersonWithPassword, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
   checkAccessibility,
@@ -45,8 +45,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the pipelines and automation
       [admin, 'admin'],
       [member, 'member'],
     ] as const) {
-      const id = await addUser(server.t, account, { email, role });
-      await setPassword(server.t, account.id, id);
+      await addPersonWithPassword(server.t, account, { email, role });
     }
   });
   afterAll(async () => server?.close());

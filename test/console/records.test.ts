@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
-import { addUser, PASSWORD, setPassword } from '../people/support.ts';
+import { addPersonWithPassword, addUser, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
   checkAccessibility,
@@ -31,8 +31,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console records screens 
     await addUser(t, account, { email: `owner-${kind}@console.test`, name: 'Owner' });
     for (const role of ['member', 'viewer'] as const) {
       const email = `${role}-${kind}@console.test`;
-      const userId = await addUser(t, account, { email, name: `${role} person`, role });
-      await setPassword(t, account.id, userId);
+      await addPersonWithPassword(t, account, { email, name: `${role} person`, role });
       people[role] = email;
     }
   });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { putEntity } from '../helpers/fixtures.ts';
-import { addUser, PASSWORD, setPassword } from '../people/support.ts';
+import { addPersonWithPassword, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
   checkAccessibility,
@@ -46,8 +46,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('console settings screens on 
     server = await startConsoleServer(kind);
     account = await server.t.createAccount({ modules: ['crm', 'booking'] });
     await putEntity(server.t, account, 'lead', ENTITY);
-    const ownerId = await addUser(server.t, account, { email: ownerEmail, name: 'Olga Owner' });
-    await setPassword(server.t, account.id, ownerId);
+    await addPersonWithPassword(server.t, account, { email: ownerEmail, name: 'Olga Owner' });
     receiver = createServer((request, response) => {
       let body = '';
       request.on('data', (chunk) => {
@@ -399,8 +398,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('console settings screens on 
 
   it('hides the settings from a member, who still reads the intake log', async () => {
     const email = `member-${kind}@settings.test`;
-    const id = await addUser(server.t, account, { email, name: 'Max Member', role: 'member' });
-    await setPassword(server.t, account.id, id);
+    await addPersonWithPassword(server.t, account, { email, name: 'Max Member', role: 'member' });
     const { context, page } = await newPage(server, { locale: 'de-DE' });
     try {
       await signInContext(context, server.base, email, PASSWORD);

@@ -50,6 +50,17 @@ export async function addUser(
   return response.json().id;
 }
 
+/** A person who can sign in: a user added with its role, given the test password. */
+export async function addPersonWithPassword(
+  t: TestApp,
+  account: TestAccount,
+  user: { email: string; name?: string; role?: string },
+): Promise<string> {
+  const id = await addUser(t, account, user);
+  await setPassword(t, account.id, id);
+  return id;
+}
+
 /** Sets a person's password with a fresh sign-in token, as a reset link would. */
 export async function setPassword(t: TestApp, accountId: string, userId: string, password = PASSWORD) {
   const token = await t.services.sessions.issueLink(accountId, userId, 60_000);
