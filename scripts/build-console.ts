@@ -24,6 +24,9 @@ async function listFiles(dir: string): Promise<string[]> {
   return files.flat();
 }
 
+/** The service's import-free modules the console imports (its lists of field types and events). */
+const SHARED_WITH_SERVICE = ['src/modules/entities/entities.model.ts', 'src/outbound/events.ts'];
+
 /** One hash over every input of the build: the console's sources, its config and the lock file. */
 export async function sourcesHash(): Promise<string> {
   const inputs = [
@@ -31,6 +34,7 @@ export async function sourcesHash(): Promise<string> {
     path.join(CONSOLE_DIR, 'index.html'),
     path.join(CONSOLE_DIR, 'vite.config.ts'),
     path.join(ROOT, 'package-lock.json'),
+    ...SHARED_WITH_SERVICE.map((file) => path.join(ROOT, file)),
   ].sort();
   const hash = createHash('sha256');
   for (const file of inputs) {

@@ -4,6 +4,7 @@ import type { Db, Executor } from '../db/types.ts';
 import { createBatcher } from '../lib/batcher.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import type { AttemptResult } from './attempt.ts';
+import type { WebhookEvent } from './events.ts';
 import { createGuardedFetcher } from './guarded-fetch.ts';
 import { createMailSender, type EmailContent } from './mail-sender.ts';
 import {
@@ -24,20 +25,7 @@ import { createWebhookSender } from './webhook-sender.ts';
  * disabling of failing destinations.
  */
 
-/** Every event name an account webhook may subscribe to (decisions §12). */
-export const WEBHOOK_EVENTS = [
-  'record.created',
-  'record.updated',
-  'record.stage_changed',
-  'note.added',
-  'document.attached',
-  'delivery.delivered',
-  'delivery.failed',
-  'delivery.returned',
-  'booking.created',
-  'booking.cancelled',
-] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+export { WEBHOOK_EVENTS, type WebhookEvent } from './events.ts';
 
 /** The destinations of account webhooks (settings API); later modules use their own purposes. */
 export const ACCOUNT_WEBHOOK = 'account';

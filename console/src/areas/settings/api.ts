@@ -41,24 +41,16 @@ export interface NewToken {
   intake_url: string;
 }
 
-export const FIELD_TYPES = [
-  'text',
-  'textarea',
-  'number',
-  'boolean',
-  'date',
-  'datetime',
-  'select',
-  'multiselect',
-  'file',
-  'files',
-] as const;
-export const FORMATS_BY_TYPE: Record<string, readonly string[]> = {
-  text: ['email', 'phone', 'url', 'postal_code', 'iban'],
-  number: ['integer', 'decimal', 'currency', 'percent'],
-};
-export const FIELD_ROLES = ['email', 'phone', 'first_name', 'last_name', 'company'] as const;
-export const DUPLICATE_ACTIONS = ['update', 'ignore', 'create'] as const;
+// The service's own lists (an import-free module), so that the screens cannot drift from it.
+import { FORMATS_BY_TYPE as SERVICE_FORMATS } from '../../../../src/modules/entities/entities.model.ts';
+
+export {
+  DUPLICATE_ACTIONS,
+  FIELD_TYPES,
+  ROLES as FIELD_ROLES,
+} from '../../../../src/modules/entities/entities.model.ts';
+/** Formats by type, read with any type name the form holds. */
+export const FORMATS_BY_TYPE: Readonly<Record<string, readonly string[] | undefined>> = SERVICE_FORMATS;
 
 export interface FieldDef {
   key: string;
@@ -101,18 +93,7 @@ export interface Calendar {
   updated_at: string;
 }
 
-export const WEBHOOK_EVENTS = [
-  'record.created',
-  'record.updated',
-  'record.stage_changed',
-  'note.added',
-  'document.attached',
-  'delivery.delivered',
-  'delivery.failed',
-  'delivery.returned',
-  'booking.created',
-  'booking.cancelled',
-] as const;
+export { WEBHOOK_EVENTS } from '../../../../src/outbound/events.ts';
 export interface Webhook {
   id: string;
   url: string;
