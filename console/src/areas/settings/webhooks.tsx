@@ -9,7 +9,7 @@ import { useFormat, useT } from '../../lib/i18n.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
-import { type ColumnDef, DataTable, Pager, useCursorPages } from '../../ui/table.tsx';
+import { type ColumnDef, DataTable, PagedTable, useCursorPages } from '../../ui/table.tsx';
 import { useToast } from '../../ui/toast.tsx';
 import { WEBHOOK_EVENTS, type Webhook, type WebhookAttempt, type WebhookTestResult } from './api.ts';
 import { messages } from './messages.ts';
@@ -329,25 +329,15 @@ function Attempts({ id }: { id: string }) {
           {t('refresh')}
         </Button>
       </div>
-      {attempts.isPending ? <Loading /> : null}
-      <ErrorText error={attempts.error} />
-      {attempts.data ? (
-        <>
-          <DataTable
-            label={t('attempts')}
-            columns={columns}
-            rows={attempts.data.attempts}
-            rowId={(a) => a.id}
-            empty={t('noAttempts')}
-          />
-          <Pager
-            page={pages.page}
-            hasNext={Boolean(attempts.data.next_cursor)}
-            onNext={() => attempts.data?.next_cursor && pages.next(attempts.data.next_cursor)}
-            onPrevious={pages.previous}
-          />
-        </>
-      ) : null}
+      <PagedTable
+        query={attempts}
+        rowsOf={(data) => data.attempts}
+        pages={pages}
+        label={t('attempts')}
+        columns={columns}
+        rowId={(a) => a.id}
+        empty={t('noAttempts')}
+      />
     </section>
   );
 }
