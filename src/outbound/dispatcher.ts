@@ -1,4 +1,5 @@
 import type { JobLogger } from '../jobs/queue.ts';
+import { type CpuPressureGauge, createCpuPressureGauge } from './cpu-pressure.ts';
 import type { ClaimedMessage } from './outbound.repo.ts';
 import type { OutboundService } from './outbound.service.ts';
 
@@ -15,13 +16,23 @@ export interface DispatcherOptions {
   /** Pause between looks for due messages while none were found (250 ms). */
   idlePollMs?: number;
   /**
-   * While requests on this node write messages: at most this many messages claimed (32) per
-   * `busyIntervalMs` (100 ms), so that intake keeps the CPU and a backlog is sent once the
-   * writes stop, unless the oldest message claimed waited longer than `maxPacedLagMs` (30 s).
+   * While requests on this node write messages and the machine's CPUs are contended (see
+   * `cpuPressure`): at most `contendedClaim` messages (4) claimed per `busyIntervalMs`
+   * (100 ms), so that intake keeps the cores and the backlog is sent once the writes stop,
+   * unless the oldest message claimed waited longer than `maxPacedLagMs` (30 s). With spare CPU
+   * claims are not paced. Where there is no pressure gauge, claims are paced to `busyClaim`
+   * (32) per interval whenever requests write messages.
    */
   busyClaim?: number;
+  contendedClaim?: number;
   busyIntervalMs?: number;
   maxPacedLagMs?: number;
+  /**
+   * The CPU pressure gauge (Linux PSI; null: none, the fixed pace applies) and the stall share
+   * from which the CPUs count as contended (0.2: some task waited for a CPU a fifth of the time).
+   */
+  cpuPressure?: CpuPressureGauge | null;
+  contendedPressure?: number;
 }
 
 /** How long after this node last wrote messages it counts as writing. */
@@ -41,6 +52,9 @@ export function createDispatcher(
   const maxUnwritten = Math.max(concurrency, options.maxUnwritten ?? concurrency * 4);
   const idlePollMs = options.idlePollMs ?? 250;
   const busyClaim = options.busyClaim ?? 32;
+  const contendedClaim = options.contendedClaim ?? 4;
+  const cpuPressure = options.cpuPressure === undefined ? createCpuPressureGauge() : options.cpuPressure;
+  const contendedPressure = options.contendedPressure ?? 0.2;
   const busyIntervalMs = options.busyIntervalMs ?? 100;
   const maxPacedLagMs = options.maxPacedLagMs ?? 30_000;
   /** Claimed, waiting for a place to be sent. */
@@ -62,20 +76,24 @@ export function createDispatcher(
   const unwritten = () => waiting.length + running.size;
 
   /**
-   * Claims are paced while this node writes messages (requests are served here and the cores
-   * are shared), unless that lets messages wait too long: a steady load the paced rate cannot
-   * follow is sent at full speed again.
+   * How many claims per interval while this node writes messages (requests are served here),
+   * or null for no pacing: with a pressure gauge, few while the CPUs are contended and no limit
+   * while they have room; without one, the fixed pace. No pacing either once that lets messages
+   * wait too long: a steady load the paced rate cannot follow is sent at full speed again.
    */
-  function pacing(now: number): boolean {
-    return now - lastEnqueuedAt <= WRITERS_ACTIVE_MS && claimedLagMs <= maxPacedLagMs;
+  function pace(now: number): number | null {
+    if (now - lastEnqueuedAt > WRITERS_ACTIVE_MS || claimedLagMs > maxPacedLagMs) return null;
+    if (!cpuPressure) return busyClaim;
+    return cpuPressure.current() >= contendedPressure ? contendedClaim : null;
   }
 
   /** Claims paced while this node writes: how many may be claimed now, or null to look again later. */
   function claimAllowance(free: number): number | null {
     const now = Date.now();
-    if (!pacing(now)) return free;
+    const perInterval = pace(now);
+    if (perInterval === null) return free;
     const wait = lastClaimAt + busyIntervalMs - now;
-    if (wait <= 0) return Math.min(free, busyClaim);
+    if (wait <= 0) return Math.min(free, perInterval);
     if (!paced) {
       paced = setTimeout(() => {
         paced = null;

@@ -385,14 +385,37 @@ export function createOutboundRepo(db: Executor) {
         .executeTakeFirst();
     },
 
-    deleteDestination(accountId: string, purpose: string, id: string, tx: Executor = db) {
-      return tx
-        .deleteFrom('webhook_destinations')
+    /**
+     * Deletes a destination with its messages (their attempts go by their key's cascade). The
+     * messages are deleted here, not by a foreign key: see `deleteMessagesOf`.
+     */
+    async deleteDestination(accountId: string, purpose: string, id: string, tx: Executor = db) {
+      const result = await sql<{ id: string }>`
+        WITH gone AS (
+          DELETE FROM webhook_destinations
+          WHERE account_id = ${accountId}::uuid AND purpose = ${purpose} AND id = ${id}::uuid
+          RETURNING account_id, id
+        ), messages AS (
+          DELETE FROM outbound_messages m USING gone
+          WHERE m.account_id = gone.account_id AND m.destination_id = gone.id
+        )
+        SELECT id FROM gone`.execute(tx);
+      return result.rows[0];
+    },
+
+    /**
+     * Deletes the messages of a destination that was just deleted, with their attempts. Messages
+     * have no foreign key to their destination (migration 0020): the key check locked the
+     * destination's row in every transaction that wrote a message to it, so concurrent intake
+     * queued on one row per subscribed webhook. A message written for a destination deleted
+     * meanwhile fails without a request (`destination_missing`) and is pruned with the others.
+     */
+    async deleteMessagesOf(accountId: string, destinationId: string, tx: Executor = db) {
+      await tx
+        .deleteFrom('outbound_messages')
         .where('account_id', '=', accountId)
-        .where('purpose', '=', purpose)
-        .where('id', '=', id)
-        .returning('id')
-        .executeTakeFirst();
+        .where('destination_id', '=', destinationId)
+        .execute();
     },
 
     /** The account's enabled destinations of one purpose with their subscribed events. */

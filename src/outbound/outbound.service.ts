@@ -453,6 +453,11 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
       return deleted !== undefined;
     },
 
+    /** Deletes the messages of a destination its module deleted itself (with its attempts). */
+    deleteMessagesOf(accountId: string, destinationId: string, tx: Executor = db) {
+      return repo.deleteMessagesOf(accountId, destinationId, tx);
+    },
+
     /** Messages and attempts past `maxAgeMs` go (maintenance). */
     prune(maxAgeMs: number, batchSize = 5_000) {
       return repo.pruneMessages(new Date(Date.now() - maxAgeMs), batchSize);

@@ -83,37 +83,73 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
       expect(kept.finished_at).toBeInstanceOf(Date);
     });
 
-    it('paces its claims while this node writes messages, and sends the rest once the writes stop', async () => {
+    /**
+     * Six emails written one after another (`gapMs` apart) by a node whose dispatcher has these
+     * options: when the third arrived and how long the writing took, from the first write.
+     */
+    async function sendSixWhileWriting(options: Parameters<typeof createDispatcher>[2], gapMs = 0) {
       const paced = await startTestApp(kind, {
         outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <noreply@leads.test>' },
       });
-      const local = createDispatcher(paced.services.outbound, silent, {
-        idlePollMs: 20,
-        busyClaim: 2,
-        busyIntervalMs: 400,
-      });
+      const local = createDispatcher(paced.services.outbound, silent, { idlePollMs: 20, ...options });
       local.start();
       try {
         const account = await paced.createAccount();
         const before = smtp.received.length;
         const subject = `Paced ${account.id}`;
         const writtenAt = Date.now();
+        let thirdAfterMs: number | undefined;
+        const third = waitFor(() => smtp.received.length - before >= 3, 10_000, 'the third email').then(
+          () => {
+            thirdAfterMs = Date.now() - writtenAt;
+          },
+        );
         for (let i = 0; i < 6; i++) {
+          if (i > 0 && gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
           await paced.services.outbound.enqueueEmail(paced.db, account.id, {
             to: ['person@leads.test'],
             subject,
             text: String(i),
           });
         }
-        await waitFor(() => smtp.received.length - before >= 3, 10_000, 'the third email');
-        // Two claims of two while the writes go on: the third message waits for the second claim.
-        expect(Date.now() - writtenAt).toBeGreaterThanOrEqual(400);
+        const writingMs = Date.now() - writtenAt;
+        await third;
         await waitFor(() => smtp.received.length - before >= 6, 10_000, 'all six emails');
         expect(smtp.received.slice(before).filter((mail) => mail.subject === subject)).toHaveLength(6);
+        return { thirdAfterMs: thirdAfterMs!, writingMs };
       } finally {
         await local.stop(1_000);
         await paced.close();
       }
+    }
+
+    it('while the CPUs are contended, claims few messages while this node writes, and sends the rest once the writes stop', async () => {
+      // Two claims of two while the writes go on: the third message waits for the second claim.
+      const { thirdAfterMs } = await sendSixWhileWriting({
+        cpuPressure: { current: () => 0.9 },
+        contendedClaim: 2,
+        busyIntervalMs: 400,
+      });
+      expect(thirdAfterMs).toBeGreaterThanOrEqual(400);
+    });
+
+    it('with spare CPU, does not pace its claims while this node writes', async () => {
+      const { thirdAfterMs, writingMs } = await sendSixWhileWriting(
+        { cpuPressure: { current: () => 0.05 }, contendedClaim: 2, busyIntervalMs: 5_000 },
+        150,
+      );
+      // Paced, the third message would wait for the writes to stop (and 500 ms more); unpaced it
+      // goes out while they go on.
+      expect(thirdAfterMs).toBeLessThan(writingMs);
+    });
+
+    it('paces its claims to a fixed rate while this node writes messages where there is no CPU pressure gauge', async () => {
+      const { thirdAfterMs } = await sendSixWhileWriting({
+        cpuPressure: null,
+        busyClaim: 2,
+        busyIntervalMs: 400,
+      });
+      expect(thirdAfterMs).toBeGreaterThanOrEqual(400);
     });
   });
 

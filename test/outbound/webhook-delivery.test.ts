@@ -348,6 +348,56 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
       expect((await webhookOf(account, webhook.id)).failing_since).toBeNull();
     });
 
+    it('deletes a webhook with its messages and their attempts, and fails a message written for it meanwhile without a request', async () => {
+      const account = await accountWithLeads(t);
+      const down = await startReceiver();
+      const port = down.port;
+      await down.close();
+      const webhook = await subscribe(account, `http://127.0.0.1:${port}/hook`);
+      await intake(account, 'deleted@events.test');
+      const [failed] = await waitFor(async () => {
+        const list = await attemptsOf(account, webhook.id);
+        return list.length >= 1 ? list : null;
+      });
+      const deleted = await t.request({
+        method: 'DELETE',
+        url: `/api/v1/settings/webhooks/${webhook.id}`,
+        key: account.apiKey,
+      });
+      expect(deleted.statusCode).toBe(204);
+      const left = await t.db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('destination_id', '=', webhook.id)
+        .execute();
+      expect(left).toEqual([]);
+      const attempts = await t.db
+        .selectFrom('outbound_attempts')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('message_id', '=', failed!.message_id)
+        .execute();
+      expect(attempts).toEqual([]);
+      // A writer that still had the webhook among its subscriptions (they are remembered for two
+      // seconds) writes a message for it after the deletion: it fails, nothing is sent.
+      const late = await t.services.outbound.enqueueWebhook(t.db, account.id, {
+        destinationId: webhook.id,
+        type: 'record.created',
+        data: { record: { id: 'late' } },
+      });
+      const message = await waitFor(async () => {
+        const row = await t.db
+          .selectFrom('outbound_messages')
+          .select(['status', 'attempts', 'last_error'])
+          .where('account_id', '=', account.id)
+          .where('id', '=', late)
+          .executeTakeFirstOrThrow();
+        return row.status === 'failed' ? row : null;
+      });
+      expect(message).toEqual({ status: 'failed', attempts: 1, last_error: 'destination_missing' });
+    });
+
     it('delivers later to a receiver that was down, with the same webhook-id', async () => {
       const account = await accountWithLeads(t);
       const down = await startReceiver();

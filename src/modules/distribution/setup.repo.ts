@@ -223,10 +223,11 @@ export function createSetupRepo(db: Executor) {
 
     /**
      * Deletes a destination no participation uses any more once it has no message left to send;
-     * while one is pending it stays, so that deliveries already written still go out.
+     * while one is pending it stays, so that deliveries already written still go out. Answers
+     * whether it went (its sent messages are then the caller's to delete, through the engine).
      */
-    async dropIdleDestination(accountId: string, destinationId: string, tx: Executor) {
-      await tx
+    async dropIdleDestination(accountId: string, destinationId: string, tx: Executor): Promise<boolean> {
+      const dropped = await tx
         .deleteFrom('webhook_destinations')
         .where('account_id', '=', accountId)
         .where('id', '=', destinationId)
@@ -254,7 +255,9 @@ export function createSetupRepo(db: Executor) {
             ),
           ),
         )
-        .execute();
+        .returning('id')
+        .executeTakeFirst();
+      return dropped !== undefined;
     },
 
     /** Rules of the given distributions, each distribution's in the order they are tried. */

@@ -150,6 +150,13 @@ export function createSetupService(deps: {
 }) {
   const { db, repo, partners, entities, outbound, addressPolicy } = deps;
 
+  /** A participation's destination that nothing uses any more goes, with its sent messages. */
+  async function dropIdleDestination(accountId: string, destinationId: string, tx: Executor) {
+    if (await repo.dropIdleDestination(accountId, destinationId, tx)) {
+      await outbound.deleteMessagesOf(accountId, destinationId, tx);
+    }
+  }
+
   async function entityOf(accountId: string, key: string): Promise<EntityDef> {
     const entity = await entities.find(accountId, key);
     if (!entity || entity.key !== key) throw entityNotFound();
@@ -407,7 +414,7 @@ export function createSetupService(deps: {
         }
         await repo.updateParticipation(accountId, id, columns, tx);
         if (current.destination_id && current.destination_id !== destination.destinationId) {
-          await repo.dropIdleDestination(accountId, current.destination_id, tx);
+          await dropIdleDestination(accountId, current.destination_id, tx);
         }
         const row = (await repo.findParticipation(accountId, id, tx))!;
         return {
@@ -426,7 +433,7 @@ export function createSetupService(deps: {
         const current = await repo.lockParticipation(accountId, id, tx);
         if (!current) throw participationNotFound();
         await repo.deleteParticipation(accountId, current.distribution_id, id, tx);
-        if (current.destination_id) await repo.dropIdleDestination(accountId, current.destination_id, tx);
+        if (current.destination_id) await dropIdleDestination(accountId, current.destination_id, tx);
       });
     },
 

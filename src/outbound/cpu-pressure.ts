@@ -1,0 +1,45 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * How contended the machine's CPUs are: the share of wall time in which some runnable task
+ * waited for a CPU, from Linux's pressure stall information (`/proc/pressure/cpu`, "some").
+ * Sampled at most every `minIntervalMs`; `current()` answers the share over the last interval.
+ */
+export interface CpuPressureGauge {
+  current(): number;
+}
+
+/** Reads the cumulative "some" stall time in microseconds, or null where there is none. */
+function readStallMicros(path: string): number | null {
+  try {
+    const match = /^some .*\btotal=(\d+)/m.exec(readFileSync(path, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A gauge over `path` (Linux 4.20+ with PSI), or null where the file cannot be read (other
+ * systems, kernels without PSI): callers then fall back to a rule that needs no gauge.
+ */
+export function createCpuPressureGauge(
+  path = '/proc/pressure/cpu',
+  minIntervalMs = 100,
+): CpuPressureGauge | null {
+  const first = readStallMicros(path);
+  if (first === null) return null;
+  let last = { at: performance.now(), total: first };
+  let share = 0;
+  return {
+    current() {
+      const at = performance.now();
+      if (at - last.at < minIntervalMs) return share;
+      const total = readStallMicros(path);
+      if (total === null) return share;
+      share = Math.min(1, Math.max(0, (total - last.total) / 1000 / (at - last.at)));
+      last = { at, total };
+      return share;
+    },
+  };
+}
