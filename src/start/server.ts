@@ -79,8 +79,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (!config.smtpUrl) {
       process.stdout.write(`Email: no LEADS_SMTP_URL set; messages are written to ${config.outboxDir}\n`);
     }
-    // Every module of the server is loaded now: Node's compile cache (bin/leads.js) is written at
-    // once, not only at exit, so that a server that is killed still leaves it for the next start.
+    // The server's modules are loaded now (those of libraries loaded on first use come later):
+    // Node's compile cache (bin/leads.js) is written at once, not only at exit, so that a server
+    // that is killed still leaves it for the next start.
     flushCompileCache?.();
   } catch (error) {
     await app?.close().catch(() => {});
