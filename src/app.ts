@@ -13,6 +13,7 @@ import { openapiOptions } from './http/openapi.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
+import { lazySerializerFactory } from './http/serialization.ts';
 import { markFormBody, refuseUnlistedForm, typedValidatorFactory } from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
@@ -103,7 +104,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return sendError(request, reply, known ? new AppError('not_found') : toAppError(error));
     },
     ajv: { customOptions: { allErrors: false, removeAdditional: false } },
-    schemaController: { compilersFactory: { buildValidator: typedValidatorFactory } },
+    schemaController: {
+      compilersFactory: { buildValidator: typedValidatorFactory, buildSerializer: lazySerializerFactory },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook('onRequest', async (request, reply) => {

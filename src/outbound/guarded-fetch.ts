@@ -1,6 +1,6 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { Readable } from 'node:stream';
-import { Agent, request as undiciRequest } from 'undici';
+import type { Agent } from 'undici';
 import {
   type AddressPolicy,
   BlockedAddressError,
@@ -63,8 +63,24 @@ export interface OpenedResponse {
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
+type Undici = typeof import('undici');
+
+/**
+ * undici is loaded with the first request that goes out, not with the service: it is about 5 MB
+ * of heap, and a service without webhooks or document fetches never needs it.
+ */
+let undici: Undici | undefined;
+let undiciLoading: Promise<Undici> | undefined;
+function loadUndici(): Promise<Undici> {
+  undiciLoading ??= import('undici').then((module) => {
+    undici = module;
+    return module;
+  });
+  return undiciLoading;
+}
+
 /** A dispatcher whose every connection goes to the one pinned address, whatever the name says. */
-function pinnedAgent(pinned: ResolvedAddress, reuse?: { connections: number }): Agent {
+function pinnedAgent({ Agent }: Undici, pinned: ResolvedAddress, reuse?: { connections: number }): Agent {
   return new Agent({
     connect: {
       lookup: ((
@@ -123,9 +139,12 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
   const reused = new Map<string, Agent>();
 
   /** The agent for one checked address: kept for reuse, or one for this request alone. */
-  function agentFor(pinned: ResolvedAddress): { agent: Agent; release: () => Promise<void> } {
+  function agentFor(
+    library: Undici,
+    pinned: ResolvedAddress,
+  ): { agent: Agent; release: () => Promise<void> } {
     if (!options.reuseConnections) {
-      const agent = pinnedAgent(pinned);
+      const agent = pinnedAgent(library, pinned);
       return { agent, release: () => agent.destroy().catch(() => {}) };
     }
     const key = `${pinned.family}/${pinned.address}`;
@@ -133,7 +152,7 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
     if (agent) {
       reused.delete(key);
     } else {
-      agent = pinnedAgent(pinned, { connections: options.reuseConnections });
+      agent = pinnedAgent(library, pinned, { connections: options.reuseConnections });
       if (reused.size >= MAX_REUSED_AGENTS) {
         const [oldestKey, oldest] = reused.entries().next().value!;
         reused.delete(oldestKey);
@@ -156,9 +175,10 @@ export function createGuardedFetcher(options: GuardedFetcherOptions) {
       if (error instanceof BlockedAddressError) throw new OutboundError('blocked_address', error.message);
       throw new OutboundError('network_error', 'the host name could not be resolved');
     }
-    const { agent, release } = agentFor(pinned);
+    const library = undici ?? (await loadUndici());
+    const { agent, release } = agentFor(library, pinned);
     try {
-      const response = await undiciRequest(url, {
+      const response = await library.request(url, {
         dispatcher: agent,
         method: init.method as 'GET',
         headers: { 'user-agent': userAgent, ...init.headers },

@@ -1,7 +1,19 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { type AttemptResult, clip } from './attempt.ts';
+
+type Nodemailer = typeof import('nodemailer')['default'];
+
+/**
+ * nodemailer is loaded when the first message is sent or written, not with the service: most
+ * processes send no email for a long while, and the library is about 2 MB of heap.
+ */
+let nodemailerLoading: Promise<Nodemailer> | undefined;
+function loadNodemailer(): Promise<Nodemailer> {
+  nodemailerLoading ??= import('nodemailer').then((module) => module.default);
+  return nodemailerLoading;
+}
 
 /** An email as modules hand it to the engine (stored as the message's payload). */
 export interface EmailContent {
@@ -36,17 +48,29 @@ interface SmtpFailure {
  */
 export function createMailSender(options: MailSenderOptions) {
   const timeoutMs = options.timeoutMs ?? 15_000;
-  const smtp = options.smtpUrl
-    ? nodemailer.createTransport({
-        url: options.smtpUrl,
-        pool: true,
-        maxConnections: 5,
-        connectionTimeout: timeoutMs,
-        greetingTimeout: timeoutMs,
-        socketTimeout: timeoutMs * 2,
-      })
-    : null;
-  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  /** The SMTP transport, made with the first message (see `loadNodemailer`). */
+  let smtp: Transporter | undefined;
+  let closed = false;
+  async function smtpTransport(smtpUrl: string): Promise<Transporter> {
+    const nodemailer = await loadNodemailer();
+    smtp ??= nodemailer.createTransport({
+      url: smtpUrl,
+      pool: true,
+      maxConnections: 5,
+      connectionTimeout: timeoutMs,
+      greetingTimeout: timeoutMs,
+      socketTimeout: timeoutMs * 2,
+    });
+    // A message sent while the sender was being closed must not leave a pool open behind it.
+    if (closed) smtp.close();
+    return smtp;
+  }
+  let composer: Transporter | undefined;
+  async function fileComposer(): Promise<Transporter> {
+    const nodemailer = await loadNodemailer();
+    composer ??= nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+    return composer;
+  }
   const domain = options.from.match(/@([^>\s]+)/)?.[1] ?? 'leadline.invalid';
 
   function mailOf(id: string, content: EmailContent) {
@@ -69,14 +93,14 @@ export function createMailSender(options: MailSenderOptions) {
   return {
     /** Where messages go: the SMTP server's host, or the outbox directory. */
     describe(): string {
-      return smtp ? `SMTP ${new URL(options.smtpUrl!).host}` : `files in ${options.outboxDir}`;
+      return options.smtpUrl ? `SMTP ${new URL(options.smtpUrl!).host}` : `files in ${options.outboxDir}`;
     },
 
     async send(id: string, content: EmailContent): Promise<AttemptResult> {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
-      if (!smtp) {
-        const info = await composer.sendMail(mailOf(id, content));
+      if (!options.smtpUrl) {
+        const info = await (await fileComposer()).sendMail(mailOf(id, content));
         await mkdir(options.outboxDir, { recursive: true });
         const target = path.join(options.outboxDir, `${id}.eml`);
         await writeFile(`${target}.tmp`, info.message as Buffer);
@@ -93,7 +117,7 @@ export function createMailSender(options: MailSenderOptions) {
         };
       }
       try {
-        const info = await smtp.sendMail(mailOf(id, content));
+        const info = await (await smtpTransport(options.smtpUrl)).sendMail(mailOf(id, content));
         const reply = String(info.response ?? '');
         return {
           ok: true,
@@ -124,6 +148,7 @@ export function createMailSender(options: MailSenderOptions) {
     },
 
     close(): void {
+      closed = true;
       smtp?.close();
     },
   };

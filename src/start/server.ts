@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { buildApp, loggerOptions } from '../app.ts';
 import type { Config } from '../config.ts';
-import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
+import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
 import { createDemoOnce, firstStartBanner, unstartedSecretsNotice } from './bootstrap.ts';
 import { openRuntime } from './runtime.ts';
 import { createWorkers } from './worker.ts';
@@ -23,8 +23,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const { database, services, secrets } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   const queue = createWorkers(runtime, jobLogger);
+  // ioredis is loaded only when Redis is configured (src/http/rate-limit-redis.ts).
   const rateLimiter: RateLimiter = config.redisUrl
-    ? createRedisRateLimiter({
+    ? (await import('../http/rate-limit-redis.ts')).createRedisRateLimiter({
         url: config.redisUrl,
         onUnavailable: (error) =>
           app?.log.warn({ err: error }, 'rate limit store unavailable; letting requests through'),
@@ -78,8 +79,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (!config.smtpUrl) {
       process.stdout.write(`Email: no LEADS_SMTP_URL set; messages are written to ${config.outboxDir}\n`);
     }
-    // Every module of the server is loaded now: Node's compile cache (bin/leads.js) is written at
-    // once, not only at exit, so that a server that is killed still leaves it for the next start.
+    // The server's modules are loaded now (those of libraries loaded on first use come later):
+    // Node's compile cache (bin/leads.js) is written at once, not only at exit, so that a server
+    // that is killed still leaves it for the next start.
     flushCompileCache?.();
   } catch (error) {
     await app?.close().catch(() => {});

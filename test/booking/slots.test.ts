@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type CalendarRules,
-  gridSlots,
-  isOffered,
-  readStartsAt,
-} from '../../src/modules/booking/booking.slots.ts';
+import type { CalendarRules } from '../../src/modules/booking/booking.rules.ts';
+import { gridSlots, isOffered, readStartsAt } from '../../src/modules/booking/booking.slots.ts';
 
 /** Weekdays 09:00–12:00 in Berlin, 30-minute slots, nothing else. */
 function berlin(overrides: Partial<CalendarRules> = {}): CalendarRules {

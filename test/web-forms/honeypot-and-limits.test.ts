@@ -4,11 +4,8 @@ import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
-import {
-  createMemoryRateLimiter,
-  createRedisRateLimiter,
-  type RateLimiter,
-} from '../../src/http/rate-limit.ts';
+import { createMemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.ts';
+import { createRedisRateLimiter } from '../../src/http/rate-limit-redis.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
 import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { ContractChecker } from '../helpers/contract.ts';

@@ -2,17 +2,18 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { DateTime } from 'luxon';
 import { AppError } from '../../http/errors.ts';
-import {
-  confirmationPage,
-  messagePage,
-  PAGE_HEADERS,
-  slotPage,
-  visitorZone,
-  weekStart,
-} from './booking.page.ts';
 import type { BookingService } from './booking.service.ts';
+
+/**
+ * The page's rendering (with Luxon) is loaded with the first page asked for, not with the
+ * service; a service whose accounts never book never loads it.
+ */
+let pageLoading: Promise<typeof import('./booking.page.ts')> | undefined;
+function pageModule() {
+  pageLoading ??= import('./booking.page.ts');
+  return pageLoading;
+}
 
 const ASSETS = path.join(import.meta.dirname, 'public');
 const ASSET_HEADERS = { 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' };
@@ -27,12 +28,14 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
   const script = readFileSync(path.join(ASSETS, 'booking.js'), 'utf8');
   const style = readFileSync(path.join(ASSETS, 'booking.css'), 'utf8');
 
-  function send(reply: FastifyReply, status: number, html: string) {
+  async function send(reply: FastifyReply, status: number, html: string) {
+    const { PAGE_HEADERS } = await pageModule();
     return reply.code(status).headers(PAGE_HEADERS).send(html);
   }
 
   /** The page of a link that cannot book (unknown, expired, used), or of an error of ours. */
   async function refusal(reply: FastifyReply, error: unknown, token: string, query: Query) {
+    const { messagePage } = await pageModule();
     if (error instanceof AppError) {
       if (error.code === 'not_found')
         return send(
@@ -73,6 +76,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
     if (view.state === 'expired') throw new AppError('token_expired');
     if (view.state === 'used') throw new AppError('already_booked');
     const { link, calendar } = view;
+    const { visitorZone, weekStart, slotPage, startOfToday } = await pageModule();
     const { zone, chosen } = visitorZone(query.tz, calendar.time_zone);
     const now = booking.now();
     const week = weekStart(query.week, zone, now);
@@ -92,7 +96,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
         zone,
         zoneChosen: chosen,
         week,
-        canGoBack: week > DateTime.fromJSDate(now, { zone }).startOf('day'),
+        canGoBack: week > startOfToday(zone, now),
         canGoForward: to.getTime() < horizonEnd,
         slots: free,
         alert,
@@ -105,6 +109,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
     const view = await booking.linkView(token);
     if (view.state !== 'used' || !view.appointment)
       return reply.redirect(`/book/${encodeURIComponent(token)}`, 303);
+    const { visitorZone, confirmationPage } = await pageModule();
     const { zone } = visitorZone(query.tz, view.calendar.time_zone);
     return send(
       reply,

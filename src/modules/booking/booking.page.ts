@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import { htmlDocument } from '../../lib/html.ts';
 import { escapeHtml } from '../../lib/text.ts';
-import { isValidTimeZone } from './booking.slots.ts';
+import { isValidTimeZone } from './booking.rules.ts';
 
 /**
  * The public booking page (decisions §11): server-rendered HTML that works without JavaScript
@@ -35,9 +35,14 @@ export function visitorZone(asked: unknown, calendarZone: string): { zone: strin
   return { zone: calendarZone, chosen: false };
 }
 
+/** The start of the visitor's local today. */
+export function startOfToday(zone: string, now: Date): DateTime {
+  return DateTime.fromJSDate(now, { zone }).startOf('day');
+}
+
 /** The first local day shown: the asked week start (not before today), else today, in the visitor's zone. */
 export function weekStart(asked: unknown, zone: string, now: Date): DateTime {
-  const today = DateTime.fromJSDate(now, { zone }).startOf('day');
+  const today = startOfToday(zone, now);
   if (typeof asked !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(asked)) return today;
   const day = DateTime.fromISO(asked, { zone });
   if (!day.isValid || day < today) return today;

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Cursor, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
-import { WEEKDAYS } from './booking.slots.ts';
+import { WEEKDAYS } from './booking.rules.ts';
 
 const HourMinute = Type.String({ pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$' });
 const Window = Type.Array(HourMinute, {

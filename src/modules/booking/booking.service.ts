@@ -6,19 +6,31 @@ import { generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
-import { type AppointmentMail, appointmentEmail } from './booking.emails.ts';
+import type { AppointmentMail } from './booking.emails.ts';
 import type { AppointmentRow, BookingRepo, CalendarColumns, CalendarRow, LinkRow } from './booking.repo.ts';
 import {
   type CalendarRules,
-  gridSlots,
   type Hours,
   isHourMinute,
-  isOffered,
   isValidTimeZone,
   minutesOf,
-  readStartsAt,
   WEEKDAYS,
-} from './booking.slots.ts';
+} from './booking.rules.ts';
+
+/**
+ * The slot grid and the reading of times (Luxon), and the appointment emails (Luxon and
+ * ical-generator), are loaded with the first call that needs them, not with the service.
+ */
+let slotsLoading: Promise<typeof import('./booking.slots.ts')> | undefined;
+function slotsModule() {
+  slotsLoading ??= import('./booking.slots.ts');
+  return slotsLoading;
+}
+let emailsLoading: Promise<typeof import('./booking.emails.ts')> | undefined;
+function emailsModule() {
+  emailsLoading ??= import('./booking.emails.ts');
+  return emailsLoading;
+}
 
 /** Calendars per account: more than any team books through, bounded like every input. */
 export const MAX_CALENDARS = 50;
@@ -223,6 +235,7 @@ export function createBookingService({
     durationMinutes: number,
     tx: Executor = db,
   ) {
+    const { gridSlots } = await slotsModule();
     const grid = gridSlots(rulesOf(calendar), from, to, now());
     if (grid.length === 0) return [];
     const taken = await repo.bookedCounts(accountId, calendar.id, from, to, tx);
@@ -284,6 +297,7 @@ export function createBookingService({
       personName: contact.name && contact.name !== contact.email_lc ? contact.name : null,
       organizer,
     };
+    const { appointmentEmail } = await emailsModule();
     await outbound.enqueueEmail(
       tx,
       accountId,
@@ -309,6 +323,7 @@ export function createBookingService({
     },
     who: BookingActor,
   ): Promise<AppointmentRow | undefined> {
+    const { isOffered } = await slotsModule();
     if (!isOffered(rulesOf(calendar), booking.startsAt, now())) return undefined;
     const appointment = await repo.insertAppointment(
       accountId,
@@ -374,7 +389,8 @@ export function createBookingService({
       throw new AppError('token_expired', { message: 'This booking link has expired' });
   }
 
-  function slotRange(from: string | undefined, to: string | undefined, horizonDays: number) {
+  async function slotRange(from: string | undefined, to: string | undefined, horizonDays: number) {
+    const { readStartsAt } = await slotsModule();
     const start = from ? (readStartsAt(from) ?? readDay(from, 'from')) : now();
     const end = to
       ? (readStartsAt(to) ?? readDay(to, 'to'))
@@ -528,6 +544,7 @@ export function createBookingService({
       }
       const title = request.title?.trim() || calendar.name;
       if (request.startsAt !== undefined) {
+        const { readStartsAt } = await slotsModule();
         const startsAt = readStartsAt(request.startsAt);
         if (!startsAt) {
           warnings.push({
@@ -574,7 +591,7 @@ export function createBookingService({
     async publicSlots(token: string, from: string | undefined, to: string | undefined) {
       const { link, calendar, state } = await linkOf(token);
       refuseUnusable(state);
-      const { start, end } = slotRange(from, to, calendar.horizon_days);
+      const { start, end } = await slotRange(from, to, calendar.horizon_days);
       const slots = await freeSlots(link.account_id, calendar, start, end, link.duration_minutes);
       return {
         time_zone: calendar.time_zone,
@@ -585,6 +602,7 @@ export function createBookingService({
 
     /** POST /api/v1/booking/book and the page's form: books a slot once per link. */
     async publicBook(token: string, startsAtText: string) {
+      const { readStartsAt } = await slotsModule();
       const startsAt = readStartsAt(startsAtText);
       if (!startsAt) {
         throw new AppError('validation_failed', {

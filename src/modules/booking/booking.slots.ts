@@ -1,4 +1,13 @@
-import { DateTime, IANAZone } from 'luxon';
+import { DateTime } from 'luxon';
+import {
+  bookableRange,
+  type CalendarRules,
+  type Hours,
+  MINUTE_MS,
+  minutesOf,
+  type Slot,
+  WEEKDAYS,
+} from './booking.rules.ts';
 
 /**
  * The slot grid of a calendar (decisions §11), computed in the calendar's own wall-clock time
@@ -6,43 +15,11 @@ import { DateTime, IANAZone } from 'luxon';
  * opening window of a day is turned into two instants (its start and end on that date in the
  * calendar's zone), and slots step through it in real minutes: a slot starts every
  * `slot_minutes + buffer_minutes` from the window's start and must end inside the window.
+ *
+ * Luxon is loaded with this module, which the booking service and page load on their first call
+ * (about 1 MB of heap that a service without bookings never needs); the calendar's rules, which
+ * every start reads, are in booking.rules.ts.
  */
-
-export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-export type Weekday = (typeof WEEKDAYS)[number];
-export type Hours = [string, string][];
-
-export interface CalendarRules {
-  timeZone: string;
-  slotMinutes: number;
-  bufferMinutes: number;
-  minNoticeMinutes: number;
-  horizonDays: number;
-  weekly: Partial<Record<Weekday, Hours>>;
-  exceptions: { date: string; hours: Hours }[];
-}
-
-export interface Slot {
-  startsAt: Date;
-  endsAt: Date;
-}
-
-const MINUTE_MS = 60_000;
-const HOUR_MINUTE = /^([01]\d|2[0-3]):[0-5]\d$|^24:00$/;
-
-export function isValidTimeZone(zone: string): boolean {
-  return IANAZone.isValidZone(zone);
-}
-
-export function isHourMinute(value: string): boolean {
-  return HOUR_MINUTE.test(value);
-}
-
-/** Minutes since midnight of "HH:MM" ("24:00" is the end of the day). */
-export function minutesOf(value: string): number {
-  const [hours, minutes] = value.split(':').map(Number);
-  return hours! * 60 + minutes!;
-}
 
 /** The instant of a wall-clock time on a date in a zone; "24:00" is the next day's midnight. */
 function instantOf(date: DateTime, hourMinute: string): DateTime {
@@ -57,14 +34,6 @@ export function hoursOn(rules: CalendarRules, date: DateTime): Hours {
   const exception = rules.exceptions.find((item) => item.date === iso);
   if (exception) return exception.hours;
   return rules.weekly[WEEKDAYS[date.weekday - 1]!] ?? [];
-}
-
-/** The earliest and latest start a booking may have at `now` (minimum notice, horizon). */
-export function bookableRange(rules: CalendarRules, now: Date): { earliest: number; latest: number } {
-  return {
-    earliest: now.getTime() + rules.minNoticeMinutes * MINUTE_MS,
-    latest: now.getTime() + rules.horizonDays * 86_400_000,
-  };
 }
 
 /**

@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
-import { fileTypeFromBuffer } from 'file-type';
 import { type GuardedFetcher, OutboundError } from '../../outbound/guarded-fetch.ts';
 import { type FileStorage, TooLargeError } from '../../storage/directory-storage.ts';
 import type { FetchDocument, FetchResult } from './documents.service.ts';
@@ -50,6 +49,9 @@ export function fileNameFor(url: URL, contentDisposition: string | undefined): s
   }
 }
 
+/** file-type is loaded with the first document fetched, not with the service. */
+let fileTypeLoading: Promise<typeof import('file-type')> | undefined;
+
 /** The media type from the bytes (decisions §4), never from what the sender claimed. */
 export async function sniffMediaType(filePath: string): Promise<string> {
   const handle = await fs.open(filePath, 'r');
@@ -57,6 +59,8 @@ export async function sniffMediaType(filePath: string): Promise<string> {
     const buffer = Buffer.alloc(SNIFF_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
     const head = buffer.subarray(0, bytesRead);
+    fileTypeLoading ??= import('file-type');
+    const { fileTypeFromBuffer } = await fileTypeLoading;
     const detected = await fileTypeFromBuffer(head);
     if (detected) return detected.mime;
     if (bytesRead > 0 && !head.includes(0)) {
