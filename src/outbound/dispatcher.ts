@@ -1,3 +1,4 @@
+import { runInBackground } from '../jobs/background.ts';
 import type { JobLogger } from '../jobs/queue.ts';
 import { type CpuPressureGauge, createCpuPressureGauge } from './cpu-pressure.ts';
 import type { ClaimedMessage } from './outbound.repo.ts';
@@ -116,8 +117,7 @@ export function createDispatcher(
         sending--;
         sendWaiting();
       };
-      const attempt: Promise<unknown> = outbound
-        .deliver(message, claimId, sendOver)
+      const attempt: Promise<unknown> = runInBackground(() => outbound.deliver(message, claimId, sendOver))
         .catch((error: unknown) =>
           // The attempt is not written; the lease runs out and the message is tried again.
           logger.error({ err: error, messageId: message.id }, 'outbound message attempt not recorded'),
@@ -180,9 +180,10 @@ export function createDispatcher(
       if (started) return;
       started = true;
       // Written on this node: look at once, and once more shortly after, when the writing
-      // transaction has most likely committed.
-      outbound.setEnqueuedListener(() => {
-        lastEnqueuedAt = Date.now();
+      // transaction has most likely committed. Only requests' writes pace the claims: a job's
+      // messages (automation runs) are the workers' own work, to be sent as it comes.
+      outbound.setEnqueuedListener((byRequest) => {
+        if (byRequest) lastEnqueuedAt = Date.now();
         setImmediate(() => void pump());
         setTimeout(() => void pump(), 20).unref();
       });
