@@ -140,9 +140,24 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
       expect(thirdAfterMs).toBeGreaterThanOrEqual(400);
     });
 
+    it("paces its claims while this node writes and its event loop is saturated, whatever the machine's CPU pressure", async () => {
+      const { thirdAfterMs } = await sendSixWhileWriting({
+        cpuPressure: { current: () => 0 },
+        eventLoop: { current: () => 0.95 },
+        contendedClaim: 2,
+        busyIntervalMs: 400,
+      });
+      expect(thirdAfterMs).toBeGreaterThanOrEqual(400);
+    });
+
     it('with spare CPU, does not pace its claims while this node writes', async () => {
       const { thirdAfterMs, writingMs } = await sendSixWhileWriting(
-        { cpuPressure: { current: () => 0.05 }, contendedClaim: 2, busyIntervalMs: 5_000 },
+        {
+          cpuPressure: { current: () => 0.05 },
+          eventLoop: { current: () => 0.1 },
+          contendedClaim: 2,
+          busyIntervalMs: 5_000,
+        },
         150,
       );
       // Paced, the third message would wait for the writes to stop (and 500 ms more); unpaced it
@@ -152,7 +167,12 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
 
     it("does not pace its claims for the messages of the workers' own jobs, even while the CPUs are contended", async () => {
       const { thirdAfterMs, writingMs } = await sendSixWhileWriting(
-        { cpuPressure: { current: () => 0.9 }, contendedClaim: 2, busyIntervalMs: 5_000 },
+        {
+          cpuPressure: { current: () => 0.9 },
+          eventLoop: { current: () => 1 },
+          contendedClaim: 2,
+          busyIntervalMs: 5_000,
+        },
         150,
         'job',
       );
