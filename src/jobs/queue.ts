@@ -49,6 +49,7 @@ import { Check, Errors } from 'typebox/schema';
 import type { DatabaseHandle } from '../db/client.ts';
 import { PREPARED_MARK } from '../db/prepared.ts';
 import type { Executor } from '../db/types.ts';
+import { runInBackground } from './background.ts';
 import { pgliteQueueDatabase } from './pglite-adapter.ts';
 
 export const QUEUE_SCHEMA = 'pgboss';
@@ -309,7 +310,9 @@ export function createJobQueue(database: DatabaseHandle, options: JobQueueOption
       };
     }
     try {
-      const output = await registration.handler(job.data, { id: job.id, attempt, signal: job.signal });
+      const output = await runInBackground(() =>
+        registration.handler(job.data, { id: job.id, attempt, signal: job.signal }),
+      );
       logger.info({ ...facts, ms: Math.round(performance.now() - startedAt), output }, 'job completed');
       return { id: job.id, status: 'completed', output };
     } catch (error) {

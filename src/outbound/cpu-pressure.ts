@@ -43,3 +43,23 @@ export function createCpuPressureGauge(
     },
   };
 }
+
+/**
+ * How busy this process's event loop is: the share of the last interval (at least
+ * `minIntervalMs`) it spent running code rather than waiting. With the embedded database its
+ * queries run on this thread too, so the process saturates before the machine's CPUs do.
+ */
+export function createEventLoopGauge(minIntervalMs = 100): CpuPressureGauge {
+  let last = performance.eventLoopUtilization();
+  let share = 0;
+  return {
+    current() {
+      const now = performance.eventLoopUtilization();
+      const delta = performance.eventLoopUtilization(now, last);
+      if (delta.idle + delta.active < minIntervalMs) return share;
+      share = delta.utilization;
+      last = now;
+      return share;
+    },
+  };
+}

@@ -1,5 +1,6 @@
+import { runInBackground } from '../jobs/background.ts';
 import type { JobLogger } from '../jobs/queue.ts';
-import { type CpuPressureGauge, createCpuPressureGauge } from './cpu-pressure.ts';
+import { type CpuPressureGauge, createCpuPressureGauge, createEventLoopGauge } from './cpu-pressure.ts';
 import type { ClaimedMessage } from './outbound.repo.ts';
 import type { OutboundService } from './outbound.service.ts';
 
@@ -33,6 +34,13 @@ export interface DispatcherOptions {
    */
   cpuPressure?: CpuPressureGauge | null;
   contendedPressure?: number;
+  /**
+   * This process's event-loop utilization (null: not read) and the share from which it counts
+   * as saturated (0.9): then claims are paced like on contended CPUs, whatever the machine's
+   * pressure (the embedded database runs on the event loop's thread).
+   */
+  eventLoop?: CpuPressureGauge | null;
+  saturatedEventLoop?: number;
 }
 
 /** How long after this node last wrote messages it counts as writing. */
@@ -55,6 +63,8 @@ export function createDispatcher(
   const contendedClaim = options.contendedClaim ?? 4;
   const cpuPressure = options.cpuPressure === undefined ? createCpuPressureGauge() : options.cpuPressure;
   const contendedPressure = options.contendedPressure ?? 0.2;
+  const eventLoop = options.eventLoop === undefined ? createEventLoopGauge() : options.eventLoop;
+  const saturatedEventLoop = options.saturatedEventLoop ?? 0.9;
   const busyIntervalMs = options.busyIntervalMs ?? 100;
   const maxPacedLagMs = options.maxPacedLagMs ?? 30_000;
   /** Claimed, waiting for a place to be sent. */
@@ -83,6 +93,7 @@ export function createDispatcher(
    */
   function pace(now: number): number | null {
     if (now - lastEnqueuedAt > WRITERS_ACTIVE_MS || claimedLagMs > maxPacedLagMs) return null;
+    if (eventLoop && eventLoop.current() >= saturatedEventLoop) return contendedClaim;
     if (!cpuPressure) return busyClaim;
     return cpuPressure.current() >= contendedPressure ? contendedClaim : null;
   }
@@ -116,8 +127,7 @@ export function createDispatcher(
         sending--;
         sendWaiting();
       };
-      const attempt: Promise<unknown> = outbound
-        .deliver(message, claimId, sendOver)
+      const attempt: Promise<unknown> = runInBackground(() => outbound.deliver(message, claimId, sendOver))
         .catch((error: unknown) =>
           // The attempt is not written; the lease runs out and the message is tried again.
           logger.error({ err: error, messageId: message.id }, 'outbound message attempt not recorded'),
@@ -180,9 +190,10 @@ export function createDispatcher(
       if (started) return;
       started = true;
       // Written on this node: look at once, and once more shortly after, when the writing
-      // transaction has most likely committed.
-      outbound.setEnqueuedListener(() => {
-        lastEnqueuedAt = Date.now();
+      // transaction has most likely committed. Only requests' writes pace the claims: a job's
+      // messages (automation runs) are the workers' own work, to be sent as it comes.
+      outbound.setEnqueuedListener((byRequest) => {
+        if (byRequest) lastEnqueuedAt = Date.now();
         setImmediate(() => void pump());
         setTimeout(() => void pump(), 20).unref();
       });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Db, Executor } from '../db/types.ts';
+import { inBackground } from '../jobs/background.ts';
 import { createBatcher } from '../lib/batcher.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import type { AttemptResult } from './attempt.ts';
@@ -101,7 +102,9 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
   });
   const hooks = new Map<string, OutcomeHook>();
   const cache = new Map<string, { until: number; subscriptions: { id: string; events: string[] }[] }>();
-  let onEnqueued: () => void = () => {};
+  /** Told after messages were written, and whether a request (not the workers' own work) wrote them. */
+  let onEnqueued: (byRequest: boolean) => void = () => {};
+  const enqueued = () => onEnqueued(!inBackground());
 
   async function subscriptionsOf(accountId: string, tx?: Executor) {
     const cached = cache.get(accountId);
@@ -248,7 +251,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
 
   async function write(tx: Executor, accountId: string, rows: NewMessageRow[]) {
     await repo.insertMessages(accountId, rows, tx);
-    if (rows.length > 0) onEnqueued();
+    if (rows.length > 0) enqueued();
   }
 
   return {
@@ -348,11 +351,14 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
 
     /** Says that messages were written outside `emitEvent` and the enqueue functions (one-statement intake). */
     enqueued() {
-      onEnqueued();
+      enqueued();
     },
 
-    /** Called after messages were written (the dispatcher looks for due work sooner). */
-    setEnqueuedListener(listener: () => void) {
+    /**
+     * Called after messages were written (the dispatcher looks for due work sooner), with whether
+     * a request wrote them (the dispatcher paces its claims only for those).
+     */
+    setEnqueuedListener(listener: (byRequest: boolean) => void) {
       onEnqueued = listener;
     },
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCpuPressureGauge } from '../../src/outbound/cpu-pressure.ts';
+import { createCpuPressureGauge, createEventLoopGauge } from '../../src/outbound/cpu-pressure.ts';
 
 const psi = (someTotal: number) =>
   `some avg10=0.00 avg60=0.00 avg300=0.00 total=${someTotal}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n`;
@@ -33,6 +33,17 @@ describe('the CPU pressure gauge', () => {
       // Within the interval the last share is answered without reading again.
       await writeFile(file, psi(9_000_000));
       expect(gauge.current()).toBe(share);
+    });
+
+    it('answers the share of the last interval the event loop was busy', async () => {
+      const gauge = createEventLoopGauge(50);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      // Busy for about 80 ms of the interval: the loop blocked on purpose.
+      const busyUntil = performance.now() + 80;
+      while (performance.now() < busyUntil) {}
+      expect(gauge.current()).toBeGreaterThan(0.4);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(gauge.current()).toBeLessThan(0.5);
     });
 
     it('reads this machine where it has pressure information', () => {

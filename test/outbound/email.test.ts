@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInBackground } from '../../src/jobs/background.ts';
 import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -87,7 +88,11 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
      * Six emails written one after another (`gapMs` apart) by a node whose dispatcher has these
      * options: when the third arrived and how long the writing took, from the first write.
      */
-    async function sendSixWhileWriting(options: Parameters<typeof createDispatcher>[2], gapMs = 0) {
+    async function sendSixWhileWriting(
+      options: Parameters<typeof createDispatcher>[2],
+      gapMs = 0,
+      writer: 'request' | 'job' = 'request',
+    ) {
       const paced = await startTestApp(kind, {
         outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <noreply@leads.test>' },
       });
@@ -106,11 +111,13 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
         );
         for (let i = 0; i < 6; i++) {
           if (i > 0 && gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
-          await paced.services.outbound.enqueueEmail(paced.db, account.id, {
-            to: ['person@leads.test'],
-            subject,
-            text: String(i),
-          });
+          const write = () =>
+            paced.services.outbound.enqueueEmail(paced.db, account.id, {
+              to: ['person@leads.test'],
+              subject,
+              text: String(i),
+            });
+          await (writer === 'job' ? runInBackground(write) : write());
         }
         const writingMs = Date.now() - writtenAt;
         await third;
@@ -133,13 +140,42 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
       expect(thirdAfterMs).toBeGreaterThanOrEqual(400);
     });
 
+    it("paces its claims while this node writes and its event loop is saturated, whatever the machine's CPU pressure", async () => {
+      const { thirdAfterMs } = await sendSixWhileWriting({
+        cpuPressure: { current: () => 0 },
+        eventLoop: { current: () => 0.95 },
+        contendedClaim: 2,
+        busyIntervalMs: 400,
+      });
+      expect(thirdAfterMs).toBeGreaterThanOrEqual(400);
+    });
+
     it('with spare CPU, does not pace its claims while this node writes', async () => {
       const { thirdAfterMs, writingMs } = await sendSixWhileWriting(
-        { cpuPressure: { current: () => 0.05 }, contendedClaim: 2, busyIntervalMs: 5_000 },
+        {
+          cpuPressure: { current: () => 0.05 },
+          eventLoop: { current: () => 0.1 },
+          contendedClaim: 2,
+          busyIntervalMs: 5_000,
+        },
         150,
       );
       // Paced, the third message would wait for the writes to stop (and 500 ms more); unpaced it
       // goes out while they go on.
+      expect(thirdAfterMs).toBeLessThan(writingMs);
+    });
+
+    it("does not pace its claims for the messages of the workers' own jobs, even while the CPUs are contended", async () => {
+      const { thirdAfterMs, writingMs } = await sendSixWhileWriting(
+        {
+          cpuPressure: { current: () => 0.9 },
+          eventLoop: { current: () => 1 },
+          contendedClaim: 2,
+          busyIntervalMs: 5_000,
+        },
+        150,
+        'job',
+      );
       expect(thirdAfterMs).toBeLessThan(writingMs);
     });
 
