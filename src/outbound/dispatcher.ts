@@ -18,7 +18,7 @@ export interface DispatcherOptions {
   idlePollMs?: number;
   /**
    * While requests on this node write messages and the machine's CPUs are contended (see
-   * `cpuPressure`): at most `contendedClaim` messages (4) claimed per `busyIntervalMs`
+   * `cpuPressure`): at most `contendedClaim` messages (1) claimed per `busyIntervalMs`
    * (100 ms), so that intake keeps the cores and the backlog is sent once the writes stop,
    * unless the oldest message claimed waited longer than `maxPacedLagMs` (30 s). With spare CPU
    * claims are not paced. Where there is no pressure gauge, claims are paced to `busyClaim`
@@ -60,7 +60,7 @@ export function createDispatcher(
   const maxUnwritten = Math.max(concurrency, options.maxUnwritten ?? concurrency * 4);
   const idlePollMs = options.idlePollMs ?? 250;
   const busyClaim = options.busyClaim ?? 32;
-  const contendedClaim = options.contendedClaim ?? 4;
+  const contendedClaim = options.contendedClaim ?? 1;
   const cpuPressure = options.cpuPressure === undefined ? createCpuPressureGauge() : options.cpuPressure;
   const contendedPressure = options.contendedPressure ?? 0.2;
   const eventLoop = options.eventLoop === undefined ? createEventLoopGauge() : options.eventLoop;
