@@ -24,8 +24,12 @@ async function listFiles(dir: string): Promise<string[]> {
   return files.flat();
 }
 
-/** The service's import-free modules the console imports (its lists of field types and events). */
-const SHARED_WITH_SERVICE = ['src/modules/entities/entities.model.ts', 'src/outbound/events.ts'];
+/** The service's import-free modules the console imports (field types, events, weekdays). */
+const SHARED_WITH_SERVICE = [
+  'src/modules/entities/entities.model.ts',
+  'src/outbound/events.ts',
+  'src/modules/booking/booking.rules.ts',
+];
 
 /** One hash over every input of the build: the console's sources, its config and the lock file. */
 export async function sourcesHash(): Promise<string> {

@@ -74,9 +74,12 @@ export interface EntityDefinition {
   updated_at: string;
 }
 
-export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-export type Weekday = (typeof WEEKDAYS)[number];
-export type Hours = [string, string][];
+// A calendar's weekdays and hours as the service defines them (an import-free module).
+import type { Hours, Weekday } from '../../../../src/modules/booking/booking.rules.ts';
+
+export { WEEKDAYS } from '../../../../src/modules/booking/booking.rules.ts';
+export type { Hours, Weekday };
+
 export interface Calendar {
   id: string;
   name: string;
