@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * How contended the machine's CPUs are: the share of wall time in which some runnable task
- * waited for a CPU, from Linux's pressure stall information (`/proc/pressure/cpu`, "some").
- * Sampled at most every `minIntervalMs`; `current()` answers the share over the last interval.
+ * A share (0–1) of the last interval, sampled at most every `minIntervalMs`: of the machine's
+ * CPU pressure or of this process's event-loop utilization (below).
  */
-export interface CpuPressureGauge {
+export interface LoadGauge {
   current(): number;
 }
 
@@ -20,13 +19,12 @@ function readStallMicros(path: string): number | null {
 }
 
 /**
- * A gauge over `path` (Linux 4.20+ with PSI), or null where the file cannot be read (other
- * systems, kernels without PSI): callers then fall back to a rule that needs no gauge.
+ * How contended the machine's CPUs are: the share of wall time in which some runnable task
+ * waited for a CPU, from Linux's pressure stall information (`/proc/pressure/cpu`, "some";
+ * Linux 4.20+). Null where the file cannot be read (other systems, kernels without PSI):
+ * callers then fall back to a rule that needs no gauge.
  */
-export function createCpuPressureGauge(
-  path = '/proc/pressure/cpu',
-  minIntervalMs = 100,
-): CpuPressureGauge | null {
+export function createCpuPressureGauge(path = '/proc/pressure/cpu', minIntervalMs = 100): LoadGauge | null {
   const first = readStallMicros(path);
   if (first === null) return null;
   let last = { at: performance.now(), total: first };
@@ -49,7 +47,7 @@ export function createCpuPressureGauge(
  * `minIntervalMs`) it spent running code rather than waiting. With the embedded database its
  * queries run on this thread too, so the process saturates before the machine's CPUs do.
  */
-export function createEventLoopGauge(minIntervalMs = 100): CpuPressureGauge {
+export function createEventLoopGauge(minIntervalMs = 100): LoadGauge {
   let last = performance.eventLoopUtilization();
   let share = 0;
   return {

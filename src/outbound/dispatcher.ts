@@ -1,6 +1,6 @@
 import { runInBackground } from '../jobs/background.ts';
 import type { JobLogger } from '../jobs/queue.ts';
-import { type CpuPressureGauge, createCpuPressureGauge, createEventLoopGauge } from './cpu-pressure.ts';
+import { createCpuPressureGauge, createEventLoopGauge, type LoadGauge } from './cpu-pressure.ts';
 import type { ClaimedMessage } from './outbound.repo.ts';
 import type { OutboundService } from './outbound.service.ts';
 
@@ -32,14 +32,14 @@ export interface DispatcherOptions {
    * The CPU pressure gauge (Linux PSI; null: none, the fixed pace applies) and the stall share
    * from which the CPUs count as contended (0.2: some task waited for a CPU a fifth of the time).
    */
-  cpuPressure?: CpuPressureGauge | null;
+  cpuPressure?: LoadGauge | null;
   contendedPressure?: number;
   /**
    * This process's event-loop utilization (null: not read) and the share from which it counts
    * as saturated (0.9): then claims are paced like on contended CPUs, whatever the machine's
    * pressure (the embedded database runs on the event loop's thread).
    */
-  eventLoop?: CpuPressureGauge | null;
+  eventLoop?: LoadGauge | null;
   saturatedEventLoop?: number;
 }
 
