@@ -67,6 +67,23 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
     ).reverse();
   }
 
+  /**
+   * A webhook pointing at a port where nothing listens, and one record taken in: answers the
+   * webhook, the port (to listen on later) and the first failed attempt.
+   */
+  async function subscribedWhileDown(account: TestAccount, email: string) {
+    const down = await startReceiver();
+    const port = down.port;
+    await down.close();
+    const webhook = await subscribe(account, `http://127.0.0.1:${port}/hook`);
+    await intake(account, email);
+    const [failed] = await waitFor(async () => {
+      const list = await attemptsOf(account, webhook.id);
+      return list.length >= 1 ? list : null;
+    });
+    return { webhook, port, failed: failed! };
+  }
+
   async function webhookOf(account: TestAccount, webhookId: string) {
     return (
       await t.request({ method: 'GET', url: `/api/v1/settings/webhooks/${webhookId}`, key: account.apiKey })
@@ -350,15 +367,7 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
 
     it('deletes a webhook with its messages and their attempts, and fails a message written for it meanwhile without a request', async () => {
       const account = await accountWithLeads(t);
-      const down = await startReceiver();
-      const port = down.port;
-      await down.close();
-      const webhook = await subscribe(account, `http://127.0.0.1:${port}/hook`);
-      await intake(account, 'deleted@events.test');
-      const [failed] = await waitFor(async () => {
-        const list = await attemptsOf(account, webhook.id);
-        return list.length >= 1 ? list : null;
-      });
+      const { webhook, failed } = await subscribedWhileDown(account, 'deleted@events.test');
       const deleted = await t.request({
         method: 'DELETE',
         url: `/api/v1/settings/webhooks/${webhook.id}`,
@@ -376,7 +385,7 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
         .selectFrom('outbound_attempts')
         .select('id')
         .where('account_id', '=', account.id)
-        .where('message_id', '=', failed!.message_id)
+        .where('message_id', '=', failed.message_id)
         .execute();
       expect(attempts).toEqual([]);
       // A writer that still had the webhook among its subscriptions (they are remembered for two
@@ -400,21 +409,13 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
 
     it('delivers later to a receiver that was down, with the same webhook-id', async () => {
       const account = await accountWithLeads(t);
-      const down = await startReceiver();
-      const port = down.port;
-      await down.close();
-      const webhook = await subscribe(account, `http://127.0.0.1:${port}/hook`);
-      await intake(account, 'down@events.test');
-      const failed = await waitFor(async () => {
-        const list = await attemptsOf(account, webhook.id);
-        return list.length >= 1 ? list : null;
-      });
-      expect(failed[0]).toMatchObject({ outcome: 'failed', error: 'network_error' });
+      const { webhook, port, failed } = await subscribedWhileDown(account, 'down@events.test');
+      expect(failed).toMatchObject({ outcome: 'failed', error: 'network_error' });
       const up = await startReceiver(port);
       receivers.push(up);
       up.verifyWith(webhook.secret);
       await waitFor(() => up.received.length >= 1, 5_000, 'the late delivery');
-      expect(up.received[0]!.headers['webhook-id']).toBe(failed[0]!.message_id);
+      expect(up.received[0]!.headers['webhook-id']).toBe(failed.message_id);
     });
 
     it('disables the webhook at once on 410', async () => {
