@@ -12,7 +12,8 @@
  *   BENCH_WARMUP        seconds of unmeasured load after each server start (3)
  *   BENCH_LATENCY_ROUNDS  alternating rounds of baseline.single and intake.single; single-record intake's
  *                       targets hold in every round (4; 1 measures the pair of the table only)
- *   BENCH_GROWTH=1      seed BENCH_GROWTH_ROWS records (1,000,000) and re-run intake.single and notes.by_email
+ *   BENCH_GROWTH=1      seed BENCH_GROWTH_ROWS records and as many idempotency keys (1,000,000 each) and
+ *                       re-run intake.single, intake.idempotent and notes.by_email
  *   BENCH_SCENARIOS     comma-separated subset of the service scenarios (all); the baselines run when
  *                       any scenario but intake.webhook does (BENCH_SCENARIOS=intake.webhook runs only
  *                       the webhook pair: plain intake and intake with a subscription, back to back)
@@ -1058,7 +1059,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         name: 'baseline.single',
       });
       const grown: Measured[] = [];
-      for (const name of ['intake.single', 'notes.by_email'] as const) {
+      for (const name of ['intake.single', 'intake.idempotent', 'notes.by_email'] as const) {
         if (SCENARIOS.includes(name)) grown.push(await run(service, scenarios[name]));
       }
       servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
@@ -1486,7 +1487,7 @@ function report(
     const growth = runs.find((r) => r.growth)!.growth!;
     lines.push(
       '',
-      `Growth: ${growth.rows.toLocaleString('en')} records seeded straight into the table (${runs
+      `Growth: ${growth.rows.toLocaleString('en')} records and as many stored idempotency answers seeded straight into their tables (${runs
         .filter((r) => r.growth)
         .map((r) => `${r.database} ${r.growth!.seedSeconds} s`)
         .join(
@@ -1507,7 +1508,7 @@ const budgetSeconds =
   (13 * perScenario +
     2 * (LATENCY_ROUNDS - 1) * perScenario +
     300 +
-    (GROWTH ? 11 * perScenario + GROWTH_ROWS / 500 : 0) +
+    (GROWTH ? 12 * perScenario + GROWTH_ROWS / 250 : 0) +
     (WEBHOOK ? 3 * perScenario + WEBHOOK_ROUNDS * (2 * perScenario + WEBHOOK_DRAIN + 30) : 0) +
     (STAGE_MOVES ? 2 * perScenario + 2 * WEBHOOK_DRAIN + 30 : 0) +
     (DISTRIBUTION ? 2 * perScenario + WEBHOOK_DRAIN + 60 : 0));

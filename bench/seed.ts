@@ -11,6 +11,10 @@
  * Emails are unique and never collide with the bench's own (`…@seed.example`). History rows
  * (events, stage history, intake log) are not seeded: the growth run measures the record look-ups
  * (duplicate rule, email) and inserts against a large `records` table.
+ *
+ * The same number of stored idempotency answers goes into `idempotency_keys` (the scope of
+ * `POST /api/v1/records`, done, unexpired), so that idempotent intake is measured against a
+ * table of that size as well: its claims insert into the table's unique index.
  */
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/client.ts';
@@ -22,9 +26,12 @@ export interface SeedTarget {
   accountId: string;
   entityKey: string;
   rows: number;
-  /** Makes the seeded emails unique to this run. */
+  /** Makes the seeded emails and idempotency keys unique to this run. */
   tag: string;
 }
+
+/** The idempotency scope of single-record intake (intake.api.ts). */
+const RECORD_SCOPE = 'POST /api/v1/records';
 
 const BATCH = 50_000;
 
@@ -103,9 +110,24 @@ export async function seedRecords(
         `  seeded ${done.toLocaleString('en')} of ${target.rows.toLocaleString('en')} records (${Math.round(done / seconds)} rows/s)`,
       );
     }
+    for (let start = 0; start < target.rows; start += BATCH) {
+      const end = Math.min(target.rows, start + BATCH) - 1;
+      await sql`
+        INSERT INTO idempotency_keys (account_id, scope, key, request_hash, state, status_code, response,
+          lease_until, created_at, expires_at)
+        SELECT ${target.accountId}::uuid, ${RECORD_SCOPE}, 'seed-' || ${target.tag}::text || '-' || n,
+          md5(n::text), 'done', 201, jsonb_build_object('id', gen_random_uuid(), 'status', 'created'),
+          now(), now() - make_interval(secs => n % 86400), now() + interval '1 day'
+        FROM generate_series(${start}::int, ${end}::int) AS n`.execute(db);
+      const done = end + 1;
+      if (done % 250_000 === 0 || done === target.rows) {
+        log(`  seeded ${done.toLocaleString('en')} of ${target.rows.toLocaleString('en')} idempotency keys`);
+      }
+    }
     // Settled statistics and visibility map, so that the measured run neither plans on an empty
     // table nor races autovacuum.
     await sql`VACUUM ANALYZE records`.execute(db);
+    await sql`VACUUM ANALYZE idempotency_keys`.execute(db);
     // The seed and the vacuum leave about a gigabyte of WAL and dirty pages behind; a checkpoint
     // now writes them out, so that the measured run does not share the machine with the spread
     // checkpoint of the seed (which PostgreSQL would otherwise run for minutes afterwards).
