@@ -225,33 +225,38 @@ export function createRecordsRepo(db: Executor) {
       webhooks: string[] = [],
     ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string>; answerKeyTaken: Set<string> }> {
       if (items.length === 0) return { created: new Map(), keyRevoked: new Set(), answerKeyTaken: new Set() };
+      // A value left out of an item's JSON reads as NULL in jsonb_to_recordset, so absent values
+      // are left out (`undefined`, which JSON.stringify skips) rather than written as null: about
+      // a fifth less JSON for PostgreSQL to parse and the server to build, per item.
       const input = items.map((item, ord) => ({
         ord,
         id: item.row.id,
         entity_id: item.row.entityId,
-        name: item.row.name,
+        name: item.row.name ?? undefined,
         fields: item.row.fields,
-        source: item.row.source,
-        source_id: item.row.sourceId,
-        origin: item.row.origin,
-        external_id: item.row.externalId,
-        email_lc: item.row.emailLc,
-        dedupe_key: item.row.dedupeKey,
+        source: item.row.source ?? undefined,
+        source_id: item.row.sourceId ?? undefined,
+        origin: item.row.origin ?? undefined,
+        external_id: item.row.externalId ?? undefined,
+        email_lc: item.row.emailLc ?? undefined,
+        dedupe_key: item.row.dedupeKey ?? undefined,
         dedupe_unique: item.row.dedupeUnique,
-        pipeline_id: item.row.pipelineId,
-        stage_id: item.row.stageId,
-        notes: item.notes,
-        request_id: item.log?.requestId ?? null,
-        endpoint: item.log?.endpoint ?? null,
+        pipeline_id: item.row.pipelineId ?? undefined,
+        stage_id: item.row.stageId ?? undefined,
+        // jsonb_array_elements(NULL) yields no rows, like an empty array.
+        notes: item.notes.length > 0 ? item.notes : undefined,
+        request_id: item.log?.requestId,
+        endpoint: item.log?.endpoint,
         entity_key: item.entityKey,
-        warnings: item.log?.warnings ?? [],
-        key_id: item.uncheckedKeyId ?? null,
-        answer_scope: item.answer?.scope ?? null,
-        answer_key: item.answer?.key ?? null,
-        answer_hash: item.answer?.requestHash ?? null,
-        answer_status: item.answer?.statusCode ?? null,
-        answer_body: item.answer?.body ?? null,
-        answer_ttl_hours: item.answer?.ttlHours ?? null,
+        // Read only with the log entry (endpoint set).
+        warnings: item.log?.warnings,
+        key_id: item.uncheckedKeyId ?? undefined,
+        answer_scope: item.answer?.scope,
+        answer_key: item.answer?.key,
+        answer_hash: item.answer?.requestHash,
+        answer_status: item.answer?.statusCode,
+        answer_body: item.answer?.body ?? undefined,
+        answer_ttl_hours: item.answer?.ttlHours,
       }));
       const result = await sql<{ id: string; created_at: Date | null; taken: boolean }>`
         WITH given AS (
