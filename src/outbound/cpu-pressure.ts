@@ -19,6 +19,28 @@ function readStallMicros(path: string): number | null {
 }
 
 /**
+ * A gauge that takes a new reading at most every `minIntervalMs` and answers the last share in
+ * between: it is asked on every look for due messages while requests write (thousands a
+ * second), so within the interval only the clock is read. `read` gets the time since the last
+ * reading and answers the share of it, or null to keep the last share and try again next time.
+ */
+function sampledGauge(minIntervalMs: number, read: (elapsedMs: number) => number | null): LoadGauge {
+  let lastAt = performance.now();
+  let share = 0;
+  return {
+    current() {
+      const at = performance.now();
+      if (at - lastAt < minIntervalMs) return share;
+      const next = read(at - lastAt);
+      if (next === null) return share;
+      share = next;
+      lastAt = at;
+      return share;
+    },
+  };
+}
+
+/**
  * How contended the machine's CPUs are: the share of wall time in which some runnable task
  * waited for a CPU, from Linux's pressure stall information (`/proc/pressure/cpu`, "some";
  * Linux 4.20+). Null where the file cannot be read (other systems, kernels without PSI):
@@ -27,19 +49,14 @@ function readStallMicros(path: string): number | null {
 export function createCpuPressureGauge(path = '/proc/pressure/cpu', minIntervalMs = 100): LoadGauge | null {
   const first = readStallMicros(path);
   if (first === null) return null;
-  let last = { at: performance.now(), total: first };
-  let share = 0;
-  return {
-    current() {
-      const at = performance.now();
-      if (at - last.at < minIntervalMs) return share;
-      const total = readStallMicros(path);
-      if (total === null) return share;
-      share = Math.min(1, Math.max(0, (total - last.total) / 1000 / (at - last.at)));
-      last = { at, total };
-      return share;
-    },
-  };
+  let lastTotal = first;
+  return sampledGauge(minIntervalMs, (elapsedMs) => {
+    const total = readStallMicros(path);
+    if (total === null) return null;
+    const share = Math.min(1, Math.max(0, (total - lastTotal) / 1000 / elapsedMs));
+    lastTotal = total;
+    return share;
+  });
 }
 
 /**
@@ -49,19 +66,10 @@ export function createCpuPressureGauge(path = '/proc/pressure/cpu', minIntervalM
  */
 export function createEventLoopGauge(minIntervalMs = 100): LoadGauge {
   let last = performance.eventLoopUtilization();
-  let lastAt = performance.now();
-  let share = 0;
-  return {
-    // Asked on every look for due messages while requests write (thousands a second): within
-    // the interval only the clock is read, as the pressure gauge does.
-    current() {
-      const at = performance.now();
-      if (at - lastAt < minIntervalMs) return share;
-      const now = performance.eventLoopUtilization();
-      share = performance.eventLoopUtilization(now, last).utilization;
-      last = now;
-      lastAt = at;
-      return share;
-    },
-  };
+  return sampledGauge(minIntervalMs, () => {
+    const now = performance.eventLoopUtilization();
+    const share = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return share;
+  });
 }
