@@ -18,6 +18,7 @@
  */
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/client.ts';
+import { RECORD_SCOPE } from '../src/modules/intake/intake.api.ts';
 
 export interface SeedTarget {
   /** PostgreSQL connection string, or undefined for the embedded database in `dataDir`. */
@@ -29,9 +30,6 @@ export interface SeedTarget {
   /** Makes the seeded emails and idempotency keys unique to this run. */
   tag: string;
 }
-
-/** The idempotency scope of single-record intake (intake.api.ts). */
-const RECORD_SCOPE = 'POST /api/v1/records';
 
 const BATCH = 50_000;
 
@@ -126,8 +124,7 @@ export async function seedRecords(
     }
     // Settled statistics and visibility map, so that the measured run neither plans on an empty
     // table nor races autovacuum.
-    await sql`VACUUM ANALYZE records`.execute(db);
-    await sql`VACUUM ANALYZE idempotency_keys`.execute(db);
+    await sql`VACUUM ANALYZE records, idempotency_keys`.execute(db);
     // The seed and the vacuum leave about a gigabyte of WAL and dirty pages behind; a checkpoint
     // now writes them out, so that the measured run does not share the machine with the spread
     // checkpoint of the seed (which PostgreSQL would otherwise run for minutes afterwards).

@@ -30,7 +30,7 @@ function checkBulkEntry(entry: Record<string, unknown>): void {
 }
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
-const RECORD_SCOPE = 'POST /api/v1/records';
+export const RECORD_SCOPE = 'POST /api/v1/records';
 const BULK_SCOPE = 'POST /api/v1/records/bulk';
 /** Entries of one bulk call taken in at once. */
 const BULK_CONCURRENCY = 8;
