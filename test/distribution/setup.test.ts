@@ -357,6 +357,39 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
       ).toBe(404);
     });
 
+    it('drops the destination of a removed participation with its finished messages', async () => {
+      const participation = await addOk(webhookBody({ address: 'http://127.0.0.1:9/never' }));
+      const destinationId = (await destinationOf(participation.id))!;
+      // Written for the engine to send (`sendHere` keeps the dispatcher away for a lease), then
+      // finished: nothing is left to send, so the removal takes the destination along.
+      const messageId = await t.services.outbound.enqueueWebhook(t.db, account.id, {
+        destinationId,
+        type: 'record.delivered',
+        data: {},
+        sendHere: true,
+      });
+      await t.db
+        .updateTable('outbound_messages')
+        .set({ status: 'delivered' })
+        .where('id', '=', messageId)
+        .execute();
+      expect((await call('DELETE', `${PARTICIPATIONS}/${participation.id}`)).statusCode).toBe(204);
+      const destination = await t.db
+        .selectFrom('webhook_destinations')
+        .select('id')
+        .where('id', '=', destinationId)
+        .executeTakeFirst();
+      expect(destination).toBeUndefined();
+      // Messages have no foreign key to their destination (migration 0020): they go with it.
+      const messages = await t.db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('destination_id', '=', destinationId)
+        .execute();
+      expect(messages).toEqual([]);
+    });
+
     it('loads a setup by entity id for the engine', async () => {
       const entity = await t.services.entities.find(account.id, 'lead');
       const setup = await t.services.distributionSetup.loadSetup(account.id, entity!.id);
