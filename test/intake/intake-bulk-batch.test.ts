@@ -1,7 +1,8 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
+import { accountWithLeads, historyOf, LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
   let t: TestApp;
@@ -97,5 +98,177 @@ describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
     });
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.json().id).toBe(results[3].id);
+  });
+
+  it('writes the call’s one log entry with its records when the batch answers every entry, refusals listed in place', async () => {
+    const account = await accountWithLeads(t);
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/records/bulk',
+      key: account.apiKey,
+      headers: { 'x-request-id': 'bulk-batch-2' },
+      body: {
+        records: [
+          { entity: 'lead', fields: { email: 'a@b.co', first_name: 'Ann' } },
+          { entity: 'nothing', fields: { email: 'x@b.co' } },
+          { entity: 'lead', fields: { email: 'c@b.co', budget: 'lots' } },
+          {
+            entity: 'lead',
+            fields: { email: 'd@b.co', colour: 'red' },
+            meta: { source: 'fair', utm_source: 'news' },
+          },
+        ],
+      },
+    });
+    expect(response.statusCode).toBe(200);
+    const { results, accepted, rejected } = response.json();
+    expect({ accepted, rejected }).toEqual({ accepted: 2, rejected: 2 });
+    expect(results[1]).toMatchObject({ error: 'unknown_entity' });
+    expect(results[2]).toMatchObject({ error: 'validation_failed' });
+    expect(results[3].warnings).toEqual([{ key: 'colour', reason: 'unmapped' }]);
+    const log = await t.db
+      .selectFrom('intake_log')
+      .select(['outcome', 'status_code', 'entity_key', 'source', 'items'])
+      .where('request_id', '=', 'bulk-batch-2')
+      .execute();
+    expect(log).toEqual([
+      {
+        outcome: 'bulk',
+        status_code: 200,
+        entity_key: null,
+        source: 'api',
+        items: [
+          { index: 0, status: 'created', record_id: results[0].id },
+          { index: 1, status: 'refused', error: 'unknown_entity' },
+          { index: 2, status: 'refused', error: 'validation_failed', details: results[2].details },
+          {
+            index: 3,
+            status: 'created',
+            record_id: results[3].id,
+            warnings: [{ key: 'colour', reason: 'unmapped' }],
+          },
+        ],
+      },
+    ]);
+    // Values the entries share (entity, stage) and those they do not (source) land on each row.
+    const rows = await t.db
+      .selectFrom('records')
+      .select(['id', 'source', 'origin', 'dedupe_unique', 'stage_id', 'entity_id'])
+      .where('account_id', '=', account.id)
+      .orderBy('email_lc')
+      .execute();
+    expect(rows.map((row) => [row.id, row.source, row.origin, row.dedupe_unique])).toEqual([
+      [results[0].id, 'api', {}, false],
+      [results[3].id, 'fair', { utm_source: 'news' }, false],
+    ]);
+    expect(rows[0]!.stage_id).not.toBeNull();
+    expect(rows[1]!.stage_id).toBe(rows[0]!.stage_id);
+  });
+
+  it('writes each entry with its own entity, pipeline and stage when the entries name several', async () => {
+    const account = await accountWithLeads(t);
+    await putEntity(t, account, 'buyer', {
+      ...LEAD_ENTITY,
+      name: 'Buyer',
+      pipelines: [{ name: 'Buying', stages: ['Asked', 'Bought'] }],
+    });
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/records/bulk',
+      key: account.apiKey,
+      headers: { 'x-request-id': 'bulk-batch-3' },
+      body: {
+        records: [
+          { entity: 'lead', fields: { email: 'l1@b.co' } },
+          { entity: 'buyer', fields: { email: 'b1@b.co' } },
+          { entity: 'lead', fields: { email: 'l2@b.co' } },
+        ],
+      },
+    });
+    expect(response.statusCode).toBe(200);
+    const { results } = response.json();
+    const read = async (id: string) =>
+      (await t.request({ method: 'GET', url: `/api/v1/records/${id}`, key: account.apiKey })).json();
+    expect(await read(results[0].id)).toMatchObject({
+      entity: 'lead',
+      crm: { pipeline: 'Sales', stage: 'New' },
+    });
+    expect(await read(results[1].id)).toMatchObject({
+      entity: 'buyer',
+      crm: { pipeline: 'Buying', stage: 'Asked' },
+    });
+    expect(await read(results[2].id)).toMatchObject({
+      entity: 'lead',
+      crm: { pipeline: 'Sales', stage: 'New' },
+    });
+    // Values every entry shares are sent once and still land on every row.
+    const rows = await t.db
+      .selectFrom('records')
+      .select(['source', 'origin', 'source_id'])
+      .where('account_id', '=', account.id)
+      .execute();
+    expect(rows).toEqual(Array.from({ length: 3 }, () => ({ source: 'api', origin: {}, source_id: null })));
+    const log = await t.db
+      .selectFrom('intake_log')
+      .select(['entity_key', 'items'])
+      .where('request_id', '=', 'bulk-batch-3')
+      .execute();
+    expect(log).toEqual([
+      {
+        entity_key: null,
+        items: results.map((result: { id: string }, index: number) => ({
+          index,
+          status: 'created',
+          record_id: result.id,
+        })),
+      },
+    ]);
+  });
+
+  describe('security', () => {
+    it('refuses a whole call with a key revoked behind the node’s back, writing neither records nor its log entry', async () => {
+      const account = await accountWithLeads(t);
+      const created = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/api-keys',
+          key: account.apiKey,
+          body: { name: 'bulk' },
+        })
+      ).json() as { id: string; key: string };
+      const bulk = (requestId: string, email: string) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/records/bulk',
+          key: created.key,
+          headers: { 'x-request-id': requestId },
+          body: {
+            records: [
+              { entity: 'lead', fields: { email } },
+              { entity: 'lead', fields: { email: `2${email}` } },
+            ],
+          },
+        });
+      // Used once, so that this node remembers the key.
+      expect((await bulk('bulk-warm', 'warm@b.co')).statusCode).toBe(200);
+      await sql`UPDATE api_keys SET revoked_at = now() WHERE account_id = ${account.id} AND id = ${created.id}`.execute(
+        t.db,
+      );
+      const refused = await bulk('bulk-revoked', 'gone@b.co');
+      expect(refused.statusCode).toBe(401);
+      const written = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM records WHERE account_id = ${account.id} AND email_lc LIKE '%gone@b.co'`.execute(
+        t.db,
+      );
+      expect(written.rows[0]!.n).toBe(0);
+      const logged = await t.db
+        .selectFrom('intake_log')
+        .select('id')
+        .where('request_id', '=', 'bulk-revoked')
+        .execute();
+      expect(logged).toEqual([]);
+      // And the node no longer takes the key from memory.
+      expect((await bulk('bulk-after', 'after@b.co')).statusCode).toBe(401);
+    });
   });
 });

@@ -8,6 +8,7 @@ import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './i
 import type { BulkLogItem } from './intake.repo.ts';
 import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import {
+  type BatchResult,
   type IntakeContext,
   type IntakeOutcome,
   type IntakeService,
@@ -185,16 +186,32 @@ export function createIntakeApi({
             refuseEarly(index, error);
           }
         }
-        const batched = await intake.intakeBatch(
+        const entityKey = sharedEntityOf(body.records);
+        const settle = (into: (EntryResult | undefined)[], batched: BatchResult[]) => {
+          for (const [position, outcome] of batched.entries()) {
+            const { index } = together[position]!;
+            if (outcome.kind === 'done') into[index] = { accepted: true, body: outcome.body };
+            else if (outcome.kind === 'error') into[index] = refuse(outcome.error);
+          }
+        };
+        // When every entry is answered by the batch, its statement writes the call's log entry
+        // too (one statement and one commit a call), listing the outcomes it will have given.
+        const { results: batched, logged } = await intake.intakeBatch(
           ctx,
           together.map((item) => item.handover),
           s2Response,
+          (expected) => {
+            const settled = [...results];
+            settle(settled, expected);
+            if (settled.some((result) => result === undefined)) return null;
+            return intake.bulkEntry(
+              ctx,
+              entityKey,
+              settled.map((result, index) => logItemOf(index, result!)),
+            );
+          },
         );
-        for (const [position, outcome] of batched.entries()) {
-          const { index } = together[position]!;
-          if (outcome.kind === 'done') results[index] = { accepted: true, body: outcome.body };
-          else if (outcome.kind === 'error') results[index] = refuse(outcome.error);
-        }
+        settle(results, batched);
         // The rest (idempotency keys, documents, duplicates, updates) one by one, several at once.
         const rest = body.records
           .map((entry, index) => ({ entry, index }))
@@ -209,11 +226,13 @@ export function createIntakeApi({
           }
         });
         const accepted = results.filter((result) => result?.accepted).length;
-        await intake.logBulkCall(
-          ctx,
-          sharedEntityOf(body.records),
-          results.map((result, index) => logItemOf(index, result!)),
-        );
+        if (!logged) {
+          await intake.logBulkCall(
+            ctx,
+            entityKey,
+            results.map((result, index) => logItemOf(index, result!)),
+          );
+        }
         return {
           status: 200,
           body: {

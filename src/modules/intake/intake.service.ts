@@ -159,6 +159,11 @@ export interface IntakeServiceDeps {
 const MAX_GROUPED_CREATES = 10;
 
 type ManyItem = Parameters<RecordsRepo['createManyInOneStatement']>[1][number];
+/** A handover of a batch: answered, refused, or left for the caller to take in on its own. */
+export type BatchResult =
+  | { kind: 'done'; status: number; body: unknown }
+  | { kind: 'error'; error: AppError }
+  | { kind: 'fallback' };
 type GroupedOutcome = { kind: 'created'; createdAt: Date } | { kind: 'key_revoked' } | { kind: 'refused' };
 
 /** What became of a handover, in the words of the intake log. */
@@ -180,9 +185,9 @@ export function createIntakeService({
   distribution,
 }: IntakeServiceDeps) {
   /** Writes new records in one statement, with their `record.created` messages when subscribed. */
-  async function createMany(accountId: string, items: ManyItem[]) {
+  async function createMany(accountId: string, items: ManyItem[], callLog: IntakeLogEntry | null = null) {
     const webhooks = await outbound.subscribers(accountId, 'record.created');
-    const result = await records.createManyInOneStatement(accountId, items, webhooks);
+    const result = await records.createManyInOneStatement(accountId, items, webhooks, callLog);
     if (webhooks.length > 0 && result.created.size > 0) outbound.enqueued();
     return result;
   }
@@ -733,6 +738,9 @@ export function createIntakeService({
     /** Logs refusals found before a handover was read, e.g. bulk entries refused at the edge. */
     logRefusals,
 
+    /** The one log entry of a bulk call (its entries were taken in with `loggedByCall`). */
+    bulkEntry,
+
     /** Writes the one log entry of a bulk call (its entries were taken in with `loggedByCall`). */
     async logBulkCall(ctx: IntakeContext, entityKey: string | null, items: BulkLogItem[]) {
       await intakeLog.log(ctx.accountId, [bulkEntry(ctx, entityKey, items)]);
@@ -905,24 +913,17 @@ export function createIntakeService({
      * Takes in many handovers at once: the new records among them (no documents, no `create`
      * rule, nothing missing) are written in one statement; every other entry, and every entry a
      * unique rule refused, answers `fallback` for the caller to take in on its own.
+     * `logCall` makes the call's one log entry from the results as they will be when every new
+     * record is written (called only when no entry falls back); the statement writes it with the
+     * records when they all are, and `logged` says so.
      */
     async intakeBatch(
       ctx: IntakeContext,
       handovers: Handover[],
       answer: (outcome: IntakeOutcome) => unknown,
-    ): Promise<
-      (
-        | { kind: 'done'; status: number; body: unknown }
-        | { kind: 'error'; error: AppError }
-        | { kind: 'fallback' }
-      )[]
-    > {
-      const results: (
-        | { kind: 'done'; status: number; body: unknown }
-        | { kind: 'error'; error: AppError }
-        | { kind: 'fallback' }
-      )[] = handovers.map(() => ({ kind: 'fallback' }));
-      await checkKey(ctx);
+      logCall?: (results: BatchResult[]) => IntakeLogEntry | null,
+    ): Promise<{ results: BatchResult[]; logged: boolean }> {
+      const results: BatchResult[] = handovers.map(() => ({ kind: 'fallback' }));
       const batch: { index: number; row: NewRecordRow; prepared: Prepared; handover: Handover }[] = [];
       for (const [index, handover] of handovers.entries()) {
         try {
@@ -946,30 +947,50 @@ export function createIntakeService({
           results[index] = { kind: 'error', error };
         }
       }
-      const { created } = await createMany(
-        ctx.accountId,
-        batch.map(({ row, prepared, handover }) =>
-          newRecordItem(ctx, row, handover, prepared.entity.key, prepared.warnings),
-        ),
-      );
-      for (const { index, row, prepared } of batch) {
-        const createdAt = created.get(row.id);
-        if (!createdAt) continue;
-        results[index] = {
-          kind: 'done',
-          status: 201,
-          body: answer({
-            recordId: row.id,
-            entityKey: prepared.entity.key,
-            created: true,
-            updated: false,
-            createdAt: iso(createdAt),
-            email: givenEmailOf(prepared),
-            warnings: [...prepared.warnings],
-          }),
-        };
+      // A key taken from memory is checked by the statement that writes (no statement of its own).
+      if (batch.length === 0) {
+        await checkKey(ctx);
+        return { results, logged: false };
       }
-      return results;
+      const answerOf = ({ row, prepared }: (typeof batch)[number], createdAt: Date): BatchResult => ({
+        kind: 'done',
+        status: 201,
+        body: answer({
+          recordId: row.id,
+          entityKey: prepared.entity.key,
+          created: true,
+          updated: false,
+          createdAt: iso(createdAt),
+          email: givenEmailOf(prepared),
+          warnings: [...prepared.warnings],
+        }),
+      });
+      let callLog: IntakeLogEntry | null = null;
+      if (
+        logCall &&
+        batch.length + results.filter((result) => result.kind === 'error').length === handovers.length
+      ) {
+        const expected = [...results];
+        const now = new Date();
+        for (const item of batch) expected[item.index] = answerOf(item, now);
+        callLog = logCall(expected);
+      }
+      const uncheckedKeyId = ctx.key && !ctx.key.checked ? ctx.key.keyId : null;
+      const { created, keyRevoked, logged } = await createMany(
+        ctx.accountId,
+        batch.map(({ row, prepared, handover }) => ({
+          ...newRecordItem(ctx, row, handover, prepared.entity.key, prepared.warnings),
+          uncheckedKeyId,
+        })),
+        callLog,
+      );
+      if (keyRevoked.size > 0) refuseRevokedKey(ctx);
+      if (ctx.key) ctx.key.checked = true;
+      for (const item of batch) {
+        const createdAt = created.get(item.row.id);
+        if (createdAt) results[item.index] = answerOf(item, createdAt);
+      }
+      return { results, logged };
     },
 
     /**

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
+import type { IntakeLogEntry } from '../intake/intake.repo.ts';
 
 export interface NewRecordRow {
   id: string;
@@ -22,6 +23,16 @@ export interface NewRecordRow {
   stageId: string | null;
   assigneeId: string | null;
   viewerIds: string[];
+}
+
+/** A value all items of a grouped statement share, or NOT_SHARED. */
+const NOT_SHARED: unique symbol = Symbol('not shared');
+type Shared<T> = T | undefined | typeof NOT_SHARED;
+
+function isEmptyObject(value: object | null | undefined): boolean {
+  if (!value) return false;
+  for (const _ in value) return false;
+  return true;
 }
 
 /** An idempotent request's answer, stored with its record by the statement that writes it. */
@@ -223,34 +234,89 @@ export function createRecordsRepo(db: Executor) {
       }[],
       /** Account webhooks subscribed to `record.created`: a message for each to every new record. */
       webhooks: string[] = [],
-    ): Promise<{ created: Map<string, Date>; keyRevoked: Set<string>; answerKeyTaken: Set<string> }> {
-      if (items.length === 0) return { created: new Map(), keyRevoked: new Set(), answerKeyTaken: new Set() };
-      // A value left out of an item's JSON reads as NULL in jsonb_to_recordset, so absent values
-      // are left out (`undefined`, which JSON.stringify skips) rather than written as null: about
-      // a fifth less JSON for PostgreSQL to parse and the server to build, per item.
+      /**
+       * A log entry for the call as a whole (a bulk call's), written by the same statement when
+       * every item was created, as it then lists them; otherwise not written (`logged` false).
+       */
+      callLog: IntakeLogEntry | null = null,
+    ): Promise<{
+      created: Map<string, Date>;
+      keyRevoked: Set<string>;
+      answerKeyTaken: Set<string>;
+      logged: boolean;
+    }> {
+      if (items.length === 0)
+        return { created: new Map(), keyRevoked: new Set(), answerKeyTaken: new Set(), logged: false };
+      // A value every item shares (a bulk call's entity, stage, source, key) is sent once as a
+      // parameter of its own and left out of the items; a value left out of an item's JSON reads
+      // as NULL in jsonb_to_recordset, so absent values are left out too (`undefined`, which
+      // JSON.stringify skips) rather than written as null. Less JSON for the server to build and
+      // send and for PostgreSQL to parse: about 40% of a bulk entry's item.
+      const first = items[0]!;
+      const shareable: {
+        [K in
+          | 'entity_id'
+          | 'source'
+          | 'source_id'
+          | 'pipeline_id'
+          | 'stage_id'
+          | 'request_id'
+          | 'endpoint'
+          | 'entity_key'
+          | 'key_id']: Shared<string>;
+      } & { dedupe_unique: Shared<boolean>; origin_empty: boolean } = {
+        entity_id: first.row.entityId,
+        source: first.row.source ?? undefined,
+        source_id: first.row.sourceId ?? undefined,
+        pipeline_id: first.row.pipelineId ?? undefined,
+        stage_id: first.row.stageId ?? undefined,
+        dedupe_unique: first.row.dedupeUnique,
+        request_id: first.log?.requestId,
+        endpoint: first.log?.endpoint,
+        entity_key: first.entityKey,
+        key_id: first.uncheckedKeyId ?? undefined,
+        origin_empty: isEmptyObject(first.row.origin),
+      };
+      for (const item of items) {
+        if (item.row.entityId !== shareable.entity_id) shareable.entity_id = NOT_SHARED;
+        if ((item.row.source ?? undefined) !== shareable.source) shareable.source = NOT_SHARED;
+        if ((item.row.sourceId ?? undefined) !== shareable.source_id) shareable.source_id = NOT_SHARED;
+        if ((item.row.pipelineId ?? undefined) !== shareable.pipeline_id) shareable.pipeline_id = NOT_SHARED;
+        if ((item.row.stageId ?? undefined) !== shareable.stage_id) shareable.stage_id = NOT_SHARED;
+        if (item.row.dedupeUnique !== shareable.dedupe_unique) shareable.dedupe_unique = NOT_SHARED;
+        if (item.log?.requestId !== shareable.request_id) shareable.request_id = NOT_SHARED;
+        if (item.log?.endpoint !== shareable.endpoint) shareable.endpoint = NOT_SHARED;
+        if (item.entityKey !== shareable.entity_key) shareable.entity_key = NOT_SHARED;
+        if ((item.uncheckedKeyId ?? undefined) !== shareable.key_id) shareable.key_id = NOT_SHARED;
+        if (shareable.origin_empty && !isEmptyObject(item.row.origin)) shareable.origin_empty = false;
+      }
+      const own = <T>(value: T, shared: Shared<unknown>): T | undefined =>
+        shared === NOT_SHARED ? value : undefined;
+      const sharedOf = <T>(shared: Shared<T>): T | null =>
+        shared === NOT_SHARED || shared === undefined ? null : shared;
       const input = items.map((item, ord) => ({
         ord,
         id: item.row.id,
-        entity_id: item.row.entityId,
+        entity_id: own(item.row.entityId, shareable.entity_id),
         name: item.row.name ?? undefined,
         fields: item.row.fields,
-        source: item.row.source ?? undefined,
-        source_id: item.row.sourceId ?? undefined,
-        origin: item.row.origin ?? undefined,
+        source: own(item.row.source ?? undefined, shareable.source),
+        source_id: own(item.row.sourceId ?? undefined, shareable.source_id),
+        origin: shareable.origin_empty ? undefined : (item.row.origin ?? undefined),
         external_id: item.row.externalId ?? undefined,
         email_lc: item.row.emailLc ?? undefined,
         dedupe_key: item.row.dedupeKey ?? undefined,
-        dedupe_unique: item.row.dedupeUnique,
-        pipeline_id: item.row.pipelineId ?? undefined,
-        stage_id: item.row.stageId ?? undefined,
+        dedupe_unique: own(item.row.dedupeUnique, shareable.dedupe_unique),
+        pipeline_id: own(item.row.pipelineId ?? undefined, shareable.pipeline_id),
+        stage_id: own(item.row.stageId ?? undefined, shareable.stage_id),
         // jsonb_array_elements(NULL) yields no rows, like an empty array.
         notes: item.notes.length > 0 ? item.notes : undefined,
-        request_id: item.log?.requestId,
-        endpoint: item.log?.endpoint,
-        entity_key: item.entityKey,
+        request_id: own(item.log?.requestId, shareable.request_id),
+        endpoint: own(item.log?.endpoint, shareable.endpoint),
+        entity_key: own(item.entityKey, shareable.entity_key),
         // Read only with the log entry (endpoint set).
         warnings: item.log?.warnings,
-        key_id: item.uncheckedKeyId ?? undefined,
+        key_id: own(item.uncheckedKeyId ?? undefined, shareable.key_id),
         answer_scope: item.answer?.scope,
         answer_key: item.answer?.key,
         answer_hash: item.answer?.requestHash,
@@ -260,7 +326,20 @@ export function createRecordsRepo(db: Executor) {
       }));
       const result = await sql<{ id: string; created_at: Date | null; taken: boolean }>`
         WITH given AS (
-          SELECT * FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
+          SELECT ord, id, COALESCE(entity_id, ${sharedOf(shareable.entity_id)}::uuid) AS entity_id, name, fields,
+            COALESCE(source, ${sharedOf(shareable.source)}::text) AS source,
+            COALESCE(source_id, ${sharedOf(shareable.source_id)}::uuid) AS source_id,
+            COALESCE(origin, CASE WHEN ${shareable.origin_empty}::boolean THEN '{}'::jsonb END) AS origin,
+            external_id, email_lc, dedupe_key,
+            COALESCE(dedupe_unique, ${sharedOf(shareable.dedupe_unique)}::boolean) AS dedupe_unique,
+            COALESCE(pipeline_id, ${sharedOf(shareable.pipeline_id)}::uuid) AS pipeline_id,
+            COALESCE(stage_id, ${sharedOf(shareable.stage_id)}::uuid) AS stage_id, notes,
+            COALESCE(request_id, ${sharedOf(shareable.request_id)}::text) AS request_id,
+            COALESCE(endpoint, ${sharedOf(shareable.endpoint)}::text) AS endpoint,
+            COALESCE(entity_key, ${sharedOf(shareable.entity_key)}::text) AS entity_key, warnings,
+            COALESCE(key_id, ${sharedOf(shareable.key_id)}::uuid) AS key_id,
+            answer_scope, answer_key, answer_hash, answer_status, answer_body, answer_ttl_hours
+          FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             notes jsonb, request_id text, endpoint text, entity_key text,
@@ -332,7 +411,18 @@ export function createRecordsRepo(db: Executor) {
           SELECT ${accountId}::uuid, gen_random_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
             input.entity_key, input.source, input.warnings
           FROM ins JOIN input USING (id) WHERE input.endpoint IS NOT NULL
-        )
+        )${
+          callLog
+            ? sql`, call_log AS (
+          INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key,
+            source, warnings, error, items)
+          SELECT ${accountId}::uuid, gen_random_uuid(), ${callLog.requestId}, ${callLog.endpoint}, ${callLog.outcome},
+            ${callLog.statusCode}, ${callLog.recordId}::uuid, ${callLog.entityKey}, ${callLog.source},
+            ${toJson(callLog.warnings)}::jsonb, ${callLog.error}, ${callLog.items ? toJson(callLog.items) : null}::jsonb
+          WHERE (SELECT count(*) FROM ins) = ${items.length}
+        )`
+            : sql``
+        }
         SELECT id, created_at, false AS taken FROM ins
         UNION ALL
         SELECT id, NULL, true FROM live WHERE NOT EXISTS (SELECT 1 FROM input WHERE input.id = live.id)
@@ -348,7 +438,13 @@ export function createRecordsRepo(db: Executor) {
         else if (row.taken) answerKeyTaken.add(row.id);
         else keyRevoked.add(row.id);
       }
-      return { created, keyRevoked, answerKeyTaken };
+      // The call's entry was written exactly when every item was created.
+      return {
+        created,
+        keyRevoked,
+        answerKeyTaken,
+        logged: callLog !== null && created.size === items.length,
+      };
     },
 
     findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {
