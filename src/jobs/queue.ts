@@ -39,6 +39,7 @@
  * it shares the one PGlite instance through `pgliteQueueDatabase` (see there why not pg-boss's own
  * `fromPglite`).
  */
+import { createRequire } from 'node:module';
 import { CompiledQuery } from 'kysely';
 import { type JobResult, type JobWithMetadata, PgBoss, type Db as QueueDatabase } from 'pg-boss';
 import type pino from 'pino';
@@ -222,6 +223,19 @@ function executorQueueDatabase(executor: Executor): QueueDatabase {
       return { rows: [...result.rows] };
     },
   };
+}
+
+// pg-boss checks every schedule with cron-parser, which reads the time through Luxon's CommonJS
+// build (a copy of its own: the service's booking code imports the ES build, with Settings of its
+// own). Asked for the system's locale and time zone, that Luxon builds an Intl.DateTimeFormat, and
+// the first one makes V8 read ICU's locale data out of the Node binary: about 7 MB more resident
+// memory for the life of every serving process (docs/decisions.md, Runtime and storage). Every
+// schedule here is in UTC (pg-boss is given tz 'UTC'), so naming the locale and zone outright
+// changes no occurrence and leaves Intl untouched.
+{
+  const { Settings } = createRequire(import.meta.url)('luxon') as typeof import('luxon');
+  Settings.defaultLocale = 'en-US';
+  Settings.defaultZone = 'utc';
 }
 
 function createBoss(database: DatabaseHandle, works: boolean): PgBoss {
