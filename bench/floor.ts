@@ -1,12 +1,23 @@
 /**
- * The storage floor of bulk intake (`npm run bench`, PostgreSQL): what the service writes for a
- * 100-record bulk call, the 100 record rows of the bench entity and the call's one intake-log
- * entry listing each entry's outcome, into the service's own tables (the real schema, indexes
- * and foreign keys), by a client with no server in between. Each of `connections` connections
- * runs one prepared statement a call, its rows generated inside PostgreSQL (as pgbench would: no
- * parameter parsing, no JSON), back to back for `seconds`. Rows look like bench/seed.ts's.
+ * The storage floor of bulk intake (`npm run bench`): what the service writes for a 100-record
+ * bulk call, the 100 record rows of the bench entity and the call's one intake-log entry listing
+ * each entry's outcome, into the service's own tables (the real schema, indexes and foreign
+ * keys), by a client with no server in between. Each call is one prepared statement, its rows
+ * generated inside the database (as pgbench would: no parameter parsing, no JSON), run back to
+ * back for `seconds`. Rows look like bench/seed.ts's.
+ *
+ * PostgreSQL: `connections` connections of their own, the backends' CPU counted.
+ * Embedded database: it admits one process and has one session, so the floor runs in a child
+ * process of its own (`node <the start script's flags> bench/floor.ts <options as JSON>`, with the
+ * service stopped), opening the service's data directory as the service does (src/db/client.ts:
+ * same settings, same prepared-statement path) and running the calls one after the other; the
+ * child's own CPU is counted, which is PGlite's work and the loop's.
  */
+import { pathToFileURL } from 'node:url';
+import { CompiledQuery } from 'kysely';
 import pg from 'pg';
+import { openDatabase } from '../src/db/client.ts';
+import { PREPARED_MARK } from '../src/db/prepared.ts';
 
 export interface FloorResult {
   connections: number;
@@ -16,8 +27,17 @@ export interface FloorResult {
   rowsPerSecond: number;
   p50: number;
   p99: number;
-  /** CPU the connections' backends used, ms per record row. */
+  /** CPU the connections' backends (embedded: the floor's process) used, ms per record row. */
   databaseCpuMsPerRow: number | null;
+}
+
+/** What the embedded floor's child process is told, as JSON in its one argument. */
+export interface EmbeddedFloorOptions {
+  dataDir: string;
+  accountId: string;
+  entityKey: string;
+  seconds: number;
+  tag: string;
 }
 
 const CALL_SIZE = 100;
@@ -56,6 +76,12 @@ const STATEMENT = `
   )
   SELECT count(*)::int AS written FROM ins`;
 
+/** The first stage of the entity's first pipeline, where intake puts a new record. */
+const STAGE_QUERY = `SELECT p.id AS pipeline_id, s.id AS stage_id FROM pipelines p
+  JOIN stages s ON s.account_id = p.account_id AND s.pipeline_id = p.id
+  WHERE p.account_id = $1 AND p.entity_id = $2 AND NOT p.archived AND NOT s.archived
+  ORDER BY p.position, s.position LIMIT 1`;
+
 function cpuMsOf(pid: number, ticksPerSecond: number, cpuTicksOf: (pid: number) => number): number {
   return (cpuTicksOf(pid) * 1000) / ticksPerSecond;
 }
@@ -83,13 +109,10 @@ export async function measureBulkFloor(options: {
     if (!entityRow) throw new Error('floor: no entity');
     const action = entityRow.duplicate_rule?.action;
     const dedupeUnique = action === 'update' || action === 'ignore';
-    const stage = await first.query<{ pipeline_id: string; stage_id: string }>(
-      `SELECT p.id AS pipeline_id, s.id AS stage_id FROM pipelines p
-       JOIN stages s ON s.account_id = p.account_id AND s.pipeline_id = p.id
-       WHERE p.account_id = $1 AND p.entity_id = $2 AND NOT p.archived AND NOT s.archived
-       ORDER BY p.position, s.position LIMIT 1`,
-      [options.accountId, entityRow.id],
-    );
+    const stage = await first.query<{ pipeline_id: string; stage_id: string }>(STAGE_QUERY, [
+      options.accountId,
+      entityRow.id,
+    ]);
     const pids = await Promise.all(
       clients.map(
         async (client) =>
@@ -128,21 +151,73 @@ export async function measureBulkFloor(options: {
       (sum, pid, index) => sum + cpuMsOf(pid, options.ticksPerSecond, options.cpuTicksOf) - cpuBefore[index]!,
       0,
     );
-    const sorted = [...latencies].sort((a, b) => a - b);
-    const at = (q: number) =>
-      Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
-    const calls = latencies.length;
-    return {
-      connections: options.connections,
-      calls,
-      seconds: Math.round(seconds * 10) / 10,
-      callsPerSecond: Math.round(calls / seconds),
-      rowsPerSecond: Math.round((calls * CALL_SIZE) / seconds),
-      p50: at(0.5),
-      p99: at(0.99),
-      databaseCpuMsPerRow: calls > 0 ? Math.round((cpuMs / (calls * CALL_SIZE)) * 1000) / 1000 : null,
-    };
+    return floorResult(options.connections, latencies, seconds, cpuMs);
   } finally {
     await Promise.all(clients.map((client) => client.end().catch(() => {})));
   }
+}
+
+function floorResult(connections: number, latencies: number[], seconds: number, cpuMs: number): FloorResult {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) =>
+    Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
+  const calls = latencies.length;
+  return {
+    connections,
+    calls,
+    seconds: Math.round(seconds * 10) / 10,
+    callsPerSecond: Math.round(calls / seconds),
+    rowsPerSecond: Math.round((calls * CALL_SIZE) / seconds),
+    p50: at(0.5),
+    p99: at(0.99),
+    databaseCpuMsPerRow: calls > 0 ? Math.round((cpuMs / (calls * CALL_SIZE)) * 1000) / 1000 : null,
+  };
+}
+
+/** The embedded floor, in this process (the child the bench starts; see the file's comment). */
+async function measureEmbeddedFloor(options: EmbeddedFloorOptions): Promise<FloorResult> {
+  const database = await openDatabase({ databaseUrl: undefined, dataDir: options.dataDir, poolSize: 1 });
+  try {
+    const query = async <Row>(text: string, values: unknown[]) =>
+      (await database.db.executeQuery<Row>(CompiledQuery.raw(text, values))).rows;
+    const [entityRow] = await query<{ id: string; duplicate_rule: { action?: string } | null }>(
+      'SELECT id, duplicate_rule FROM entities WHERE account_id = $1 AND key = $2',
+      [options.accountId, options.entityKey],
+    );
+    if (!entityRow) throw new Error('floor: no entity');
+    const action = entityRow.duplicate_rule?.action;
+    const [stage] = await query<{ pipeline_id: string; stage_id: string }>(STAGE_QUERY, [
+      options.accountId,
+      entityRow.id,
+    ]);
+    // Prepared in the one embedded session, as the service's marked statements are.
+    const text = `${STATEMENT}\n${PREPARED_MARK}`;
+    const latencies: number[] = [];
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const deadline = started + options.seconds * 1000;
+    for (let call = 0; performance.now() < deadline; call++) {
+      const at = performance.now();
+      await query(text, [
+        options.accountId,
+        entityRow.id,
+        call * CALL_SIZE,
+        action === 'update' || action === 'ignore',
+        stage?.pipeline_id ?? null,
+        stage?.stage_id ?? null,
+        options.tag,
+      ]);
+      latencies.push(performance.now() - at);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    return floorResult(1, latencies, seconds, (cpu.user + cpu.system) / 1000);
+  } finally {
+    await database.close();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const options = JSON.parse(process.argv[2] ?? '') as EmbeddedFloorOptions;
+  process.stdout.write(`${JSON.stringify(await measureEmbeddedFloor(options))}\n`);
 }

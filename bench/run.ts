@@ -42,7 +42,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { DISTRIBUTION_PARTNERS, distributionIntakeScenario, setUpDistribution } from './distribution.ts';
-import { type FloorResult, measureBulkFloor } from './floor.ts';
+import { type EmbeddedFloorOptions, type FloorResult, measureBulkFloor } from './floor.ts';
 import { summarizeProfile } from './profile.ts';
 import {
   Bodies,
@@ -99,6 +99,7 @@ const WARMUP = intSetting('BENCH_WARMUP', 3, 0, 60);
 const LATENCY_ROUNDS = intSetting('BENCH_LATENCY_ROUNDS', 4, 1, 20);
 const GROWTH = process.env.BENCH_GROWTH === '1';
 const GROWTH_ROWS = intSetting('BENCH_GROWTH_ROWS', 1_000_000, 1, 50_000_000);
+const GROWTH_ROUNDS = intSetting('BENCH_GROWTH_ROUNDS', 3, 1, 20);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const SERVICE_EXTRA_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const SERVICE_OUTPUT = process.env.BENCH_SERVICE_OUTPUT || undefined;
@@ -320,11 +321,20 @@ async function api(base: string, key: string, method: string, url: string, body?
 // ---------------------------------------------------------------------------------------------
 // One database kind: baseline and service side by side, the scenarios, the growth run.
 
+/** One alternating round of the grown service and its empty twin, in the same minutes. */
+interface GrowthPair {
+  scenario: ServiceScenarioName;
+  empty: Measured;
+  grown: Measured;
+}
+
 interface GrowthRun {
   rows: number;
   seedSeconds: number;
+  /** The baseline measured again before the grown rounds: how far the machine's speed moved. */
   baselineSingle: Measured;
-  results: Measured[];
+  /** BENCH_GROWTH_ROUNDS rounds per scenario, each the empty twin and the grown service in turn. */
+  pairs: GrowthPair[];
 }
 
 /** The p99 of baseline.single and of intake.single, measured one right after the other. */
@@ -785,6 +795,42 @@ async function benchDistribution(
   return result;
 }
 
+function logFloor(floor: FloorResult): void {
+  console.log(
+    `  floor.bulk100 (no server)   ${String(floor.callsPerSecond).padStart(6)} calls/s ${String(floor.rowsPerSecond).padStart(7)} rows/s  p50 ${floor.p50} ms  p99 ${floor.p99} ms  database cpu/row ${floor.databaseCpuMsPerRow}`,
+  );
+}
+
+/**
+ * The embedded database's bulk floor (bench/floor.ts) in a child process run with the start
+ * script's Node flags, so that PGlite runs as it runs in the service; the service must be stopped.
+ */
+async function measureEmbeddedBulkFloor(options: EmbeddedFloorOptions): Promise<FloorResult> {
+  const child = spawn(process.execPath, [...START_NODE_FLAGS, 'bench/floor.ts', JSON.stringify(options)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let output = '';
+  let errors = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    errors = (errors + chunk.toString()).slice(-5_000);
+  });
+  const guard = setTimeout(() => child.kill('SIGKILL'), (options.seconds + 120) * 1000);
+  try {
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    if (code !== 0) throw new Error(`the embedded floor failed (exit ${code}):\n${errors}`);
+  } finally {
+    clearTimeout(guard);
+    children.delete(child);
+  }
+  const lines = output.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as FloorResult;
+}
+
 async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> {
   console.log(`\n== ${kind} ==`);
   const runId = `${kind.slice(0, 2)}${randomBytes(3).toString('hex')}`;
@@ -840,14 +886,15 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   let receiver: Server | undefined;
   let movesReceiver: Server | undefined;
   let servicePeak = 0;
-  const run = async (server: Server, scenario: Scenario): Promise<Measured> => {
+  let twin: Server | undefined;
+  const run = async (server: Server, scenario: Scenario, pids = databasePids): Promise<Measured> => {
     await settle(server.pid);
     await preflight(server.url, scenario);
     return measure(server.url, scenario, {
       duration: DURATION,
       connections: CONNECTIONS,
       pid: server.pid,
-      databasePids,
+      databasePids: pids,
     });
   };
   /** An account with the bench entity, through the public API as an integration would make it. */
@@ -860,6 +907,19 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     const apiKey: string = account.api_key.key;
     await api(server.url, apiKey, 'PUT', '/api/v1/settings/entities/lead', ENTITY);
     return { id: account.id as string, apiKey };
+  };
+  /** The setup records (records.get reads them, notes.by_email finds them by email). */
+  const setUpRecords = async (server: Server, apiKey: string) => {
+    const ids: string[] = [];
+    const emails: string[] = [];
+    for (let made = 0; made < SETUP_RECORDS; made += 100) {
+      const records = Array.from({ length: 100 }, () => ({ entity: 'lead', fields: bodies.fields(false) }));
+      const answer = await api(server.url, apiKey, 'POST', '/api/v1/records/bulk', { records });
+      if (answer.accepted !== 100) throw new Error(`setup: bulk accepted ${answer.accepted} of 100`);
+      ids.push(...answer.results.map((result: { id: string }) => result.id));
+      emails.push(...records.map((record) => record.fields.email as string));
+    }
+    return { ids, emails };
   };
   try {
     if (BASELINE_SCENARIOS.length > 0) {
@@ -875,15 +935,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
 
     const account = await setUpAccount(service, 'Bench');
     const apiKey = account.apiKey;
-    const ids: string[] = [];
-    const emails: string[] = [];
-    for (let made = 0; made < SETUP_RECORDS; made += 100) {
-      const records = Array.from({ length: 100 }, () => ({ entity: 'lead', fields: bodies.fields(false) }));
-      const answer = await api(service.url, apiKey, 'POST', '/api/v1/records/bulk', { records });
-      if (answer.accepted !== 100) throw new Error(`setup: bulk accepted ${answer.accepted} of 100`);
-      ids.push(...answer.results.map((result: { id: string }) => result.id));
-      emails.push(...records.map((record) => record.fields.email as string));
-    }
+    const { ids, emails } = await setUpRecords(service, apiKey);
     const { rss: serviceIdle, hwm: serviceStartHwm } = memoryOf(service.pid);
     console.log(
       `  setup: account ${account.id}, entity lead, ${ids.length} records; service RSS ${mb(serviceIdle)} MB before load (peak so far ${mb(serviceStartHwm)} MB)`,
@@ -954,9 +1006,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
           cpuTicksOf,
           ticksPerSecond: CLOCK_TICKS_PER_SECOND,
         });
-        console.log(
-          `  floor.bulk100 (no server)   ${String(bulkFloor.callsPerSecond).padStart(6)} calls/s ${String(bulkFloor.rowsPerSecond).padStart(7)} rows/s  p50 ${bulkFloor.p50} ms  p99 ${bulkFloor.p99} ms  database cpu/row ${bulkFloor.databaseCpuMsPerRow}`,
-        );
+        logFloor(bulkFloor);
       }
       let baseRead: Measured | null = null;
       for (const name of ['intake.bulk100', 'records.get', 'notes.by_email'] as const) {
@@ -964,10 +1014,29 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         // The bare read right before the service's, so that both see the same machine load.
         if (name === 'records.get') baseRead = await run(baseline, base.read);
         results.push(await run(service, scenarios[name]));
+        // The embedded database admits one process: its floor runs right after bulk with the
+        // service stopped, in a process of its own; the service then starts again, warmed up.
+        if (name === 'intake.bulk100' && kind === 'pglite') {
+          servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+          await stopProcess(service.process);
+          service = undefined;
+          bulkFloor = await measureEmbeddedBulkFloor({
+            dataDir: serviceDir,
+            accountId: account.id,
+            entityKey: 'lead',
+            seconds: DURATION,
+            tag: runId,
+          });
+          logFloor(bulkFloor);
+          service = await startService('after-floor');
+          for (const next of ['records.get', 'notes.by_email'] as const) {
+            if (SCENARIOS.includes(next)) await warmUp(service, scenarios[next]);
+          }
+        }
       }
       baselineRun = { single: baseSingle, bulk: baseBulk, read: baseRead };
     }
-    servicePeak = memoryOf(service.pid).hwm;
+    servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
 
     let webhookRounds: WebhookRound[] = [];
     let stageMoves: StageMoveRun | null = null;
@@ -1035,6 +1104,39 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     }
 
     if (GROWTH && baseline) {
+      // The empty run's twin: the same service on a database of its own with the setup alone,
+      // measured in turns with the grown service in the same minutes, so that a change of the
+      // machine's own speed (the first phase's empty runs are half an hour earlier) falls on both.
+      const twinEnv: Record<string, string> = { ...serviceEnv, LEADS_DATA_DIR: tempDir('leads-bench-twin-') };
+      let twinPids = databasePids;
+      if (kind === 'postgres') {
+        const twinDatabase = await createDatabase();
+        twinEnv.DATABASE_URL = twinDatabase.url;
+        twinPids = twinDatabase.backends;
+      }
+      // Its first start (on the embedded database an initdb, with a peak of its own) is a priming
+      // start like the service's, so that the measured twin is a restart as the service is.
+      const twinPriming = await startServer(
+        `service (${kind}, empty twin, priming)`,
+        ['bin/leads.js', 'serve'],
+        twinEnv,
+        [...START_NODE_FLAGS],
+      );
+      await stopProcess(twinPriming.process);
+      twin = await startServer(
+        `service (${kind}, empty twin)`,
+        ['bin/leads.js', 'serve'],
+        twinEnv,
+        serviceNodeOptions('twin'),
+        SERVICE_OUTPUT,
+      );
+      const twinAccount = await setUpAccount(twin, 'Bench twin');
+      const twinScenarios = serviceScenarios(bodies, {
+        apiKey: twinAccount.apiKey,
+        ...(await setUpRecords(twin, twinAccount.apiKey)),
+        bulkConnections: BULK_CONNECTIONS,
+        onMoved: () => {},
+      });
       // The embedded database admits one process: the service stops while the seed writes.
       // It restarts on PostgreSQL too, so that both runs compare a fresh, warmed-up process.
       await stopProcess(service.process);
@@ -1054,20 +1156,37 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       console.log(`  seeded in ${seeded.seconds} s`);
       service = await startService('grown');
       await warmUp(service, scenarios['intake.single']);
+      await warmUp(twin, twinScenarios['intake.single']);
+      // Both databases' rounds begin right after a checkpoint, as the first phase's did.
+      await checkpoint?.();
       const baselineAgain = await run(baseline, {
         ...baselineScenarios(bodies, BULK_CONNECTIONS).single,
         name: 'baseline.single',
       });
-      const grown: Measured[] = [];
+      const pairs: GrowthPair[] = [];
       for (const name of ['intake.single', 'intake.idempotent', 'notes.by_email'] as const) {
-        if (SCENARIOS.includes(name)) grown.push(await run(service, scenarios[name]));
+        if (!SCENARIOS.includes(name)) continue;
+        for (let round = 1; round <= GROWTH_ROUNDS; round++) {
+          const suffix = round === 1 ? '' : `, round ${round}`;
+          const measureEmpty = () =>
+            run(twin!, { ...twinScenarios[name], name: `${name} (empty twin${suffix})` }, twinPids);
+          const measureGrown = () => run(service!, { ...scenarios[name], name: `${name} (grown${suffix})` });
+          // Which goes first alternates, so that neither always meets the other's leftovers.
+          if (round % 2 === 1) {
+            const empty = await measureEmpty();
+            pairs.push({ scenario: name, empty, grown: await measureGrown() });
+          } else {
+            const grown = await measureGrown();
+            pairs.push({ scenario: name, empty: await measureEmpty(), grown });
+          }
+        }
       }
-      servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm);
+      servicePeak = Math.max(servicePeak, memoryOf(service.pid).hwm, memoryOf(twin.pid).hwm);
       growth = {
         rows: GROWTH_ROWS,
         seedSeconds: seeded.seconds,
         baselineSingle: baselineAgain,
-        results: grown,
+        pairs,
       };
     }
     const baselinePeak = baseline ? memoryOf(baseline.pid).hwm : 0;
@@ -1099,6 +1218,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     if (baseline) await stopProcess(baseline.process);
     if (receiver) await stopProcess(receiver.process);
     if (movesReceiver) await stopProcess(movesReceiver.process);
+    if (twin) await stopProcess(twin.process);
     await cleanUpAll();
   }
 }
@@ -1208,15 +1328,12 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
   }
   if (run.growth) {
     const full = run.growth.rows >= 1_000_000;
-    for (const grown of run.growth.results) {
-      const empty = run.service.find((m) => m.scenario === grown.scenario);
-      if (!empty) continue;
-      const ratio = grown.requestsPerSecond / empty.requestsPerSecond;
+    for (const { scenario, ratios, ratio } of growthVerdicts(run.growth)) {
       const ok = ratio >= 0.9;
       targets.push({
         database,
-        target: `${grown.scenario} with 1,000,000 records within 10% of the empty run`,
-        value: `${pct1(ratio)} of the empty run's req/s at ${run.growth.rows.toLocaleString('en')} records`,
+        target: `${scenario} with 1,000,000 records within 10% of the empty run`,
+        value: `${pct1(ratio)} of the empty twin's req/s at ${run.growth.rows.toLocaleString('en')} records (median of ${ratios.length} alternating pairs: ${ratios.map(pct1).join(', ')})`,
         verdict: full
           ? met(ok)
           : `${met(ok)} (indicative: ${run.growth.rows.toLocaleString('en')} records, not 1,000,000)`,
@@ -1234,6 +1351,16 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
     });
   }
   return targets;
+}
+
+/** Per grown scenario: its alternating pairs, each pair's req/s ratio, and their median (the verdict's). */
+function growthVerdicts(growth: GrowthRun) {
+  const scenarios = [...new Set(growth.pairs.map((pair) => pair.scenario))];
+  return scenarios.map((scenario) => {
+    const pairs = growth.pairs.filter((pair) => pair.scenario === scenario);
+    const ratios = pairs.map((pair) => pair.grown.requestsPerSecond / pair.empty.requestsPerSecond);
+    return { scenario, pairs, ratios, ratio: median(ratios) };
+  });
 }
 
 /** One alternating round of the bare baseline and single-record intake. */
@@ -1402,7 +1529,7 @@ function report(
       const floor = run.bulkFloor;
       if (floor) {
         lines.push(
-          `| ${run.database} | floor.bulk100 (no server) | ${floor.connections} | ${floor.callsPerSecond} | ${floor.rowsPerSecond} | ${floor.p50} | ${floor.p99} | 0 | 0 | – | 0 + ${floor.databaseCpuMsPerRow ?? '–'} | ${pct(floor.rowsPerSecond / base.bulk.rowsPerSecond)} of baseline.bulk100 rows/s |  |`,
+          `| ${run.database} | floor.bulk100 (no server) | ${floor.connections} | ${floor.callsPerSecond} | ${floor.rowsPerSecond} | ${floor.p50} | ${floor.p99} | 0 | 0 | – | ${run.database === 'postgres' ? '0 + ' : ''}${floor.databaseCpuMsPerRow ?? '–'} | ${pct(floor.rowsPerSecond / base.bulk.rowsPerSecond)} of baseline.bulk100 rows/s |  |`,
         );
       }
       if (base.read) row(base.read, '', '');
@@ -1446,14 +1573,23 @@ function report(
         scenario: `${m.scenario} @ ${growth.rows.toLocaleString('en')} records`,
       });
       row(label(growth.baselineSingle), `${pct(drift)} of the first baseline.single (machine drift)`, '');
-      for (const m of growth.results) {
-        const empty = run.service.find((e) => e.scenario === m.scenario);
-        if (!empty) continue;
-        const ratio = m.requestsPerSecond / empty.requestsPerSecond;
+      for (const { scenario, pairs, ratio } of growthVerdicts(growth)) {
+        const [first] = pairs;
+        if (!first) continue;
         row(
-          label(m),
-          `${pct(ratio)} of the empty run (${pct(ratio / drift)} corrected for drift), p99 ${times(m.p99 / empty.p99)}`,
-          verdicts((t) => t.target.startsWith(m.scenario)),
+          { ...first.empty, scenario: `${scenario} (empty twin)` },
+          'the same service on a database with the setup alone, in turns with the grown one',
+          '',
+        );
+        const p99 = median(pairs.map((pair) => pair.grown.p99 / pair.empty.p99));
+        const phaseOne = run.service.find((e) => e.scenario === scenario);
+        const againstPhaseOne = phaseOne
+          ? `; first round against the first phase's empty run ${pct(first.grown.requestsPerSecond / phaseOne.requestsPerSecond)} (${pct(first.grown.requestsPerSecond / phaseOne.requestsPerSecond / drift)} corrected for drift)`
+          : '';
+        row(
+          label({ ...first.grown, scenario }),
+          `${pct(ratio)} of the empty twin (median of ${pairs.length} alternating pairs), p99 ${times(p99)}${againstPhaseOne}`,
+          verdicts((t) => t.target.startsWith(scenario)),
         );
       }
     }
@@ -1476,8 +1612,11 @@ function report(
     '',
     'floor.bulk100: the rows the service writes for a 100-record bulk call (100 record rows of the bench entity and ' +
       "the call's one intake-log entry listing each entry's outcome) into the service's own tables, by one prepared " +
-      'statement a call generating its rows inside PostgreSQL, on as many connections as bulk, with no server in ' +
-      'between (bench/floor.ts); bulk is judged against it.',
+      'statement a call generating its rows inside the database, with no server in between (bench/floor.ts); bulk is ' +
+      'judged against it. On PostgreSQL on as many connections as bulk (CPU: their backends); on the embedded ' +
+      "database, which admits one process and has one session, in a process of its own started with the start script's " +
+      "Node flags on the service's data directory while the service is stopped, one call after the other (CPU: that " +
+      'process).',
     '',
     'CPU ms/row: CPU time (from /proc) the server process used per row written or read, plus on PostgreSQL ' +
       "that of the database's backend processes (background writers not counted). It depends far less on " +
