@@ -72,6 +72,28 @@ describe('embedded autovacuum (PGlite has no autovacuum daemon)', () => {
     expect(await tablesDueForMaintenance(pglite!)).toEqual([]);
   });
 
+  it('analyzes or vacuums a table at most once a minute, unless its rows more than doubled since', async () => {
+    const { pglite } = await open(3_600_000);
+    await pglite!.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(1, 1000) n`);
+    expect(await runEmbeddedAutovacuum(pglite!)).toEqual([{ table: 'public.grown', action: 'analyze' }]);
+    // 300 rows more: past 50 plus 10%, but analyzed less than a minute ago and not doubled.
+    await pglite!.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(1001, 1300) n`);
+    expect(await tablesDueForMaintenance(pglite!)).toEqual([]);
+    // The same table once the minute is over (an interval of 0 stands for it).
+    expect(await tablesDueForMaintenance(pglite!, 0)).toEqual([{ table: 'public.grown', action: 'analyze' }]);
+    // More than twice the rows of its last analysis: due at once.
+    await pglite!.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(1301, 2100) n`);
+    expect(await runEmbeddedAutovacuum(pglite!)).toEqual([{ table: 'public.grown', action: 'analyze' }]);
+
+    await pglite!.query('DELETE FROM grown WHERE id <= 600');
+    expect(await runEmbeddedAutovacuum(pglite!)).toEqual([{ table: 'public.grown', action: 'vacuum' }]);
+    // Dead rows past 50 plus 20% again, within the minute of that VACUUM (and its analysis).
+    await pglite!.query('DELETE FROM grown WHERE id <= 1200');
+    expect((await statsOf(handle!, 'grown')).n_dead_tup).toBe(600);
+    expect(await tablesDueForMaintenance(pglite!)).toEqual([]);
+    expect(await tablesDueForMaintenance(pglite!, 0)).toEqual([{ table: 'public.grown', action: 'vacuum' }]);
+  });
+
   it('quotes table names it did not choose', async () => {
     const { pglite } = await open(3_600_000);
     await pglite!.exec('CREATE TABLE "Odd ""name""" (id int)');
