@@ -82,6 +82,39 @@ const STAGE_QUERY = `SELECT p.id AS pipeline_id, s.id AS stage_id FROM pipelines
   WHERE p.account_id = $1 AND p.entity_id = $2 AND NOT p.archived AND NOT s.archived
   ORDER BY p.position, s.position LIMIT 1`;
 
+/** Reads rows of a query with `$n` parameters; each floor runs it through its own client. */
+type Query = <Row>(text: string, values: unknown[]) => Promise<Row[]>;
+
+/**
+ * The floor statement's parameters but the first row number: the account, the entity, whether
+ * its duplicate rule makes the key unique, the first stage, and the run's tag.
+ */
+async function floorParameters(
+  query: Query,
+  options: { accountId: string; entityKey: string; tag: string },
+): Promise<(start: number) => unknown[]> {
+  const [entity] = await query<{ id: string; duplicate_rule: { action?: string } | null }>(
+    'SELECT id, duplicate_rule FROM entities WHERE account_id = $1 AND key = $2',
+    [options.accountId, options.entityKey],
+  );
+  if (!entity) throw new Error('floor: no entity');
+  const action = entity.duplicate_rule?.action;
+  const dedupeUnique = action === 'update' || action === 'ignore';
+  const [stage] = await query<{ pipeline_id: string; stage_id: string }>(STAGE_QUERY, [
+    options.accountId,
+    entity.id,
+  ]);
+  return (start) => [
+    options.accountId,
+    entity.id,
+    start,
+    dedupeUnique,
+    stage?.pipeline_id ?? null,
+    stage?.stage_id ?? null,
+    options.tag,
+  ];
+}
+
 function cpuMsOf(pid: number, ticksPerSecond: number, cpuTicksOf: (pid: number) => number): number {
   return (cpuTicksOf(pid) * 1000) / ticksPerSecond;
 }
@@ -101,18 +134,10 @@ export async function measureBulkFloor(options: {
   try {
     await Promise.all(clients.map((client) => client.connect()));
     const first = clients[0]!;
-    const entity = await first.query<{ id: string; duplicate_rule: { action?: string } | null }>(
-      'SELECT id, duplicate_rule FROM entities WHERE account_id = $1 AND key = $2',
-      [options.accountId, options.entityKey],
+    const parameters = await floorParameters(
+      async <Row>(text: string, values: unknown[]) => (await first.query(text, values)).rows as Row[],
+      options,
     );
-    const entityRow = entity.rows[0];
-    if (!entityRow) throw new Error('floor: no entity');
-    const action = entityRow.duplicate_rule?.action;
-    const dedupeUnique = action === 'update' || action === 'ignore';
-    const stage = await first.query<{ pipeline_id: string; stage_id: string }>(STAGE_QUERY, [
-      options.accountId,
-      entityRow.id,
-    ]);
     const pids = await Promise.all(
       clients.map(
         async (client) =>
@@ -131,15 +156,7 @@ export async function measureBulkFloor(options: {
           await client.query({
             name: 'bench_bulk_floor',
             text: STATEMENT,
-            values: [
-              options.accountId,
-              entityRow.id,
-              index * 1_000_000_000 + call * CALL_SIZE,
-              dedupeUnique,
-              stage.rows[0]?.pipeline_id ?? null,
-              stage.rows[0]?.stage_id ?? null,
-              options.tag,
-            ],
+            values: parameters(index * 1_000_000_000 + call * CALL_SIZE),
           });
           latencies.push(performance.now() - at);
           call++;
@@ -178,18 +195,10 @@ function floorResult(connections: number, latencies: number[], seconds: number, 
 async function measureEmbeddedFloor(options: EmbeddedFloorOptions): Promise<FloorResult> {
   const database = await openDatabase({ databaseUrl: undefined, dataDir: options.dataDir, poolSize: 1 });
   try {
-    const query = async <Row>(text: string, values: unknown[]) =>
-      (await database.db.executeQuery<Row>(CompiledQuery.raw(text, values))).rows;
-    const [entityRow] = await query<{ id: string; duplicate_rule: { action?: string } | null }>(
-      'SELECT id, duplicate_rule FROM entities WHERE account_id = $1 AND key = $2',
-      [options.accountId, options.entityKey],
-    );
-    if (!entityRow) throw new Error('floor: no entity');
-    const action = entityRow.duplicate_rule?.action;
-    const [stage] = await query<{ pipeline_id: string; stage_id: string }>(STAGE_QUERY, [
-      options.accountId,
-      entityRow.id,
-    ]);
+    const query: Query = async <Row>(text: string, values: unknown[]) => [
+      ...(await database.db.executeQuery<Row>(CompiledQuery.raw(text, values))).rows,
+    ];
+    const parameters = await floorParameters(query, options);
     // Prepared in the one embedded session, as the service's marked statements are.
     const text = `${STATEMENT}\n${PREPARED_MARK}`;
     const latencies: number[] = [];
@@ -198,15 +207,7 @@ async function measureEmbeddedFloor(options: EmbeddedFloorOptions): Promise<Floo
     const deadline = started + options.seconds * 1000;
     for (let call = 0; performance.now() < deadline; call++) {
       const at = performance.now();
-      await query(text, [
-        options.accountId,
-        entityRow.id,
-        call * CALL_SIZE,
-        action === 'update' || action === 'ignore',
-        stage?.pipeline_id ?? null,
-        stage?.stage_id ?? null,
-        options.tag,
-      ]);
+      await query(text, parameters(call * CALL_SIZE));
       latencies.push(performance.now() - at);
     }
     const seconds = (performance.now() - started) / 1000;

@@ -872,14 +872,25 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
    * `workers`: the service sends outbound messages itself, as `serve` does by default; the
    * baseline's comparison runs without them (LEADS_RUN_WORKERS=false), the webhook pair with.
    */
-  const startService = (phase: string, workers = false) =>
+  const startService = (phase: string, workers = false, env = serviceEnv) =>
     startServer(
-      `service (${kind}${workers ? ', workers' : ''})`,
+      `service (${kind}${workers ? ', workers' : ''}${env === serviceEnv ? '' : `, ${phase}`})`,
       ['bin/leads.js', 'serve'],
-      workers ? { ...serviceEnv, LEADS_RUN_WORKERS: 'true', LEADS_FETCH_ALLOW_PRIVATE: 'true' } : serviceEnv,
+      workers ? { ...env, LEADS_RUN_WORKERS: 'true', LEADS_FETCH_ALLOW_PRIVATE: 'true' } : env,
       serviceNodeOptions(phase),
       SERVICE_OUTPUT,
     );
+  /**
+   * A first start and stop on `env`'s database: it fills Node's compile cache (bin/leads.js) and,
+   * on the embedded database, runs initdb (a peak of its own), as the first start after an
+   * install does; the measured process is then a restart, as a running installation's is.
+   */
+  const primeService = async (env: Record<string, string>) => {
+    const priming = await startServer(`service (${kind}, priming)`, ['bin/leads.js', 'serve'], env, [
+      ...START_NODE_FLAGS,
+    ]);
+    await stopProcess(priming.process);
+  };
 
   let baseline: Server | undefined;
   let service: Server | undefined;
@@ -925,12 +936,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
     if (BASELINE_SCENARIOS.length > 0) {
       baseline = await startServer(`baseline (${kind})`, ['bench/baseline-server.ts'], baselineEnv);
     }
-    // A first start fills Node's compile cache (bin/leads.js), as the first start after an
-    // install does; the measured process is a restart, as a running installation's is.
-    const priming = await startServer(`service (${kind}, priming)`, ['bin/leads.js', 'serve'], serviceEnv, [
-      ...START_NODE_FLAGS,
-    ]);
-    await stopProcess(priming.process);
+    await primeService(serviceEnv);
     service = await startService('empty', BASELINE_SCENARIOS.length === 0);
 
     const account = await setUpAccount(service, 'Bench');
@@ -1114,22 +1120,8 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         twinEnv.DATABASE_URL = twinDatabase.url;
         twinPids = twinDatabase.backends;
       }
-      // Its first start (on the embedded database an initdb, with a peak of its own) is a priming
-      // start like the service's, so that the measured twin is a restart as the service is.
-      const twinPriming = await startServer(
-        `service (${kind}, empty twin, priming)`,
-        ['bin/leads.js', 'serve'],
-        twinEnv,
-        [...START_NODE_FLAGS],
-      );
-      await stopProcess(twinPriming.process);
-      twin = await startServer(
-        `service (${kind}, empty twin)`,
-        ['bin/leads.js', 'serve'],
-        twinEnv,
-        serviceNodeOptions('twin'),
-        SERVICE_OUTPUT,
-      );
+      await primeService(twinEnv);
+      twin = await startService('twin', false, twinEnv);
       const twinAccount = await setUpAccount(twin, 'Bench twin');
       const twinScenarios = serviceScenarios(bodies, {
         apiKey: twinAccount.apiKey,
