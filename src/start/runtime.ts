@@ -5,6 +5,7 @@ import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts'
 import { createDocumentBackend } from '../modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../services.ts';
 import { ensureInstanceSecrets, type InstanceSecrets } from './bootstrap.ts';
+import { tuneJitForDatabase } from './jit.ts';
 
 export interface Runtime {
   config: Config;
@@ -33,6 +34,7 @@ export async function openRuntime(
   config: Config,
   jobs: { logger: JobLogger; works: boolean },
 ): Promise<Runtime> {
+  tuneJitForDatabase(config.databaseUrl);
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
