@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import type { DatabaseHandle } from '../db/client.ts';
 
 /**
  * Turns off Maglev, V8's middle JavaScript compiler, in a process that serves from PostgreSQL.
@@ -9,8 +10,9 @@ import { setFlagsFromString } from 'node:v8';
  * a record without it, so it stays on there (docs/decisions.md, Runtime and storage).
  *
  * It must run before the load makes functions hot; V8 reads the flag at each tier-up decision,
- * and Node lets flags change after start (it starts V8 with `--no-freeze-flags-after-init`).
+ * and the V8 in Node 24 lets flags change after start (`--no-freeze-flags-after-init` is its
+ * default).
  */
-export function tuneJitForDatabase(databaseUrl: string | undefined): void {
-  if (databaseUrl) setFlagsFromString('--no-maglev');
+export function tuneJitForDatabase(kind: DatabaseHandle['kind']): void {
+  if (kind === 'postgres') setFlagsFromString('--no-maglev');
 }

@@ -34,12 +34,12 @@ export async function openRuntime(
   config: Config,
   jobs: { logger: JobLogger; works: boolean },
 ): Promise<Runtime> {
-  tuneJitForDatabase(config.databaseUrl);
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
   });
+  tuneJitForDatabase(database.kind);
   try {
     const { applied } = await migrate(database.db);
     const secrets = await ensureInstanceSecrets(database.db, config);

@@ -68,7 +68,7 @@ describe('the JIT settings of a process on the embedded database', () => {
   it('keeps Maglev on', async () => {
     const compilers = await compilersOf(`
 const { tuneJitForDatabase } = await import(root + 'src/start/jit.ts');
-tuneJitForDatabase(undefined);
+tuneJitForDatabase('pglite');
 `);
     expect(compilers.maglev).toBe(true);
   });
