@@ -4,7 +4,8 @@
  * each entry's outcome, into the service's own tables (the real schema, indexes and foreign
  * keys), by a client with no server in between. Each call is one prepared statement, its rows
  * generated inside the database (as pgbench would: no parameter parsing, no JSON), run back to
- * back for `seconds`. Rows look like bench/seed.ts's.
+ * back for `seconds`. Rows look like bench/seed.ts's, with time-ordered ids as the service's
+ * (migration 0021).
  *
  * PostgreSQL: `connections` connections of their own, the backends' CPU counted.
  * Embedded database: it admits one process and has one session, so the floor runs in a child
@@ -58,7 +59,7 @@ const STATEMENT = `
   ), ins AS (
     INSERT INTO records (account_id, id, entity_id, name, fields, source, origin, email_lc, dedupe_key,
       dedupe_unique, pipeline_id, stage_id, stage_entered_at)
-    SELECT $1::uuid, gen_random_uuid(), $2::uuid, v.first_name || ' ' || v.last_name,
+    SELECT $1::uuid, time_ordered_uuid(), $2::uuid, v.first_name || ' ' || v.last_name,
       jsonb_strip_nulls(jsonb_build_object(
         'first_name', v.first_name, 'last_name', v.last_name, 'email', v.email, 'phone', v.phone,
         'company', v.company, 'interest', v.interest, 'budget', v.budget, 'consent', v.consent,
@@ -70,7 +71,7 @@ const STATEMENT = `
   ), log_entry AS (
     INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, entity_key, source,
       warnings, items)
-    SELECT $1::uuid, gen_random_uuid(), 'floor-' || $3::bigint, '/api/v1/records/bulk', 'bulk', 200, 'lead', 'api',
+    SELECT $1::uuid, time_ordered_uuid(), 'floor-' || $3::bigint, '/api/v1/records/bulk', 'bulk', 200, 'lead', 'api',
       '[]'::jsonb, jsonb_agg(jsonb_build_object('index', i, 'status', 'created', 'record_id', id) ORDER BY i)
     FROM (SELECT id, row_number() OVER () - 1 AS i FROM ins) AS o
   )

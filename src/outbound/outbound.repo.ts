@@ -181,7 +181,7 @@ export function createOutboundRepo(db: Executor) {
         ), att AS (
           INSERT INTO outbound_attempts (account_id, id, message_id, destination_id, attempt, outcome, status_code,
             reply, error, duration_ms)
-          SELECT account_id, gen_random_uuid(), id, ${attempt.destinationId}::uuid, ${attempt.attempt},
+          SELECT account_id, time_ordered_uuid(), id, ${attempt.destinationId}::uuid, ${attempt.attempt},
             ${attempt.ok ? 'delivered' : 'failed'}, ${attempt.statusCode}::int, ${attempt.reply}, ${attempt.error},
             ${attempt.durationMs}::int
           FROM msg

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Db, Executor } from '../db/types.ts';
 import { inBackground } from '../jobs/background.ts';
 import { createBatcher } from '../lib/batcher.ts';
+import { timeOrderedId } from '../lib/ids.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import type { AttemptResult } from './attempt.ts';
 import type { WebhookEvent } from './events.ts';
@@ -275,7 +276,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
         tx,
         accountId,
         targets.map((destinationId) => ({
-          id: randomUUID(),
+          id: timeOrderedId(),
           channel: 'webhook',
           destinationId,
           eventType: type,
@@ -302,7 +303,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
         sendHere?: boolean;
       },
     ): Promise<string> {
-      const id = randomUUID();
+      const id = timeOrderedId();
       const row: NewMessageRow = {
         id,
         channel: 'webhook',
@@ -328,7 +329,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
       content: EmailContent,
       options: { type?: string; notify?: string; ref?: string } = {},
     ): Promise<string> {
-      const id = randomUUID();
+      const id = timeOrderedId();
       await write(tx, accountId, [
         {
           id,

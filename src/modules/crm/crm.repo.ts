@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 
 /** A record's row as a stage move reads it, under the row's lock. */
 export interface LockedPlacement {
@@ -73,12 +73,12 @@ export function createCrmRepo() {
           RETURNING stage_entered_at, updated_at
         ), stay AS (
           INSERT INTO stage_history (account_id, id, record_id, pipeline_id, stage_id, entered_at, left_at)
-          SELECT ${accountId}::uuid, ${randomUUID()}::uuid, ${from.id}::uuid, ${from.pipeline_id}::uuid,
+          SELECT ${accountId}::uuid, ${timeOrderedId()}::uuid, ${from.id}::uuid, ${from.pipeline_id}::uuid,
             ${from.stage_id}::uuid, ${from.stage_entered_at}::timestamptz, moved.stage_entered_at
           FROM moved WHERE ${endsStay}::boolean
         ), event AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data, created_at)
-          SELECT ${accountId}::uuid, ${randomUUID()}::uuid, ${from.id}::uuid, ${event.type}::text,
+          SELECT ${accountId}::uuid, ${timeOrderedId()}::uuid, ${from.id}::uuid, ${event.type}::text,
             ${event.message}::text, ${event.actor}::text, ${toJson(event.data)}::jsonb, moved.stage_entered_at
           FROM moved
         )

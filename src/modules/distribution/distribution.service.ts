@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 import type { MessageOutcome, OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
@@ -182,7 +183,7 @@ export function createDistributionService(deps: DistributionServiceDeps) {
     const distribution = entity ? await repo.findDistribution(accountId, entity.id, tx) : undefined;
     if (!entity || !distribution?.enabled) throw noDistribution();
     const at = now();
-    const runId = randomUUID();
+    const runId = timeOrderedId();
     let unknownPartnerIds: string[] = [];
     const finish = async (status: RunOutcome['status'], reason: string | null, messageIds: string[] = []) => {
       await repo.insertRun(
@@ -281,7 +282,7 @@ export function createDistributionService(deps: DistributionServiceDeps) {
     const deliveries = [];
     for (const candidate of chosen) {
       const p = byId.get(candidate.id)!;
-      const id = randomUUID();
+      const id = timeOrderedId();
       const messageId = await enqueueDelivery(tx, accountId, id, p, delivered, entity);
       outcome.messageIds.push(messageId);
       outcome.deliveryIds.push(id);

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 
 export interface IntakeLogEntry {
   requestId: string;
@@ -49,7 +49,7 @@ export function createIntakeRepo(db: Executor) {
         .values(
           entries.map((entry) => ({
             account_id: accountId,
-            id: randomUUID(),
+            id: timeOrderedId(),
             request_id: entry.requestId,
             endpoint: entry.endpoint,
             outcome: entry.outcome,

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { decodeCursor, encodeCursor, isStorableTime, timeBound } from '../../lib/cursor.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
@@ -334,7 +334,7 @@ export function createIntakeService({
     const { entity, values, placement } = prepared;
     const dedupeKey = dedupeKeyOf(entity, values);
     return {
-      id: randomUUID(),
+      id: timeOrderedId(),
       entityId: entity.id,
       name: displayName(entity, values),
       fields: values,

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
@@ -134,7 +134,7 @@ export function createNotesService({
     const key = sender.key ?? null;
     const kind = input.kind ?? 'general';
     const item: MatchedNote = {
-      noteId: randomUUID(),
+      noteId: timeOrderedId(),
       uncheckedKeyId: key && !key.checked ? key.keyId : null,
       recordId: input.record ?? null,
       emailLc: input.record ? null : input.email!.trim().toLowerCase(),

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 import type { IntakeLogEntry } from '../intake/intake.repo.ts';
 
 export interface NewRecordRow {
@@ -87,7 +87,7 @@ const ISO_FORMAT = sql.raw(`'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`);
 function recordCreatedOutbox(accountId: string, webhooks: string[], recordJson: unknown, from: unknown) {
   return sql`, outbox AS (
     INSERT INTO outbound_messages (account_id, id, channel, destination_id, event_type, payload)
-    SELECT ${accountId}::uuid, gen_random_uuid(), 'webhook', dest, 'record.created',
+    SELECT ${accountId}::uuid, time_ordered_uuid(), 'webhook', dest, 'record.created',
       jsonb_build_object('type', 'record.created', 'timestamp', to_char(now() AT TIME ZONE 'UTC', ${ISO_FORMAT}),
         'data', jsonb_build_object('record', ${recordJson}))
     FROM ${from}, unnest(${webhooks}::uuid[]) AS dest
@@ -182,16 +182,16 @@ export function createRecordsRepo(db: Executor) {
             : sql``
         }, note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
-          SELECT ${accountId}, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
+          SELECT ${accountId}, time_ordered_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
           FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
         ), note_events AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, gen_random_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
+          SELECT ${accountId}, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
             jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
           FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
         ), log_entry AS (
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
-          SELECT ${accountId}, gen_random_uuid(), ${extras.log.requestId}, ${extras.log.endpoint}, 'created',
+          SELECT ${accountId}, time_ordered_uuid(), ${extras.log.requestId}, ${extras.log.endpoint}, 'created',
             ${extras.log.statusCode}, ins.id, ${extras.log.entityKey}, ${extras.log.source}, ${toJson(extras.log.warnings)}::jsonb
           FROM ins WHERE ${extras.logged ?? true}::boolean
         ), stored_answer AS (
@@ -399,16 +399,16 @@ export function createRecordsRepo(db: Executor) {
             : sql``
         }, note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
-          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
+          SELECT ${accountId}::uuid, time_ordered_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
         ), note_events AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}::uuid, gen_random_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
+          SELECT ${accountId}::uuid, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
             jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
         ), log_entries AS (
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
-          SELECT ${accountId}::uuid, gen_random_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
+          SELECT ${accountId}::uuid, time_ordered_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
             input.entity_key, input.source, input.warnings
           FROM ins JOIN input USING (id) WHERE input.endpoint IS NOT NULL
         )${
@@ -416,7 +416,7 @@ export function createRecordsRepo(db: Executor) {
             ? sql`, call_log AS (
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key,
             source, warnings, error, items)
-          SELECT ${accountId}::uuid, gen_random_uuid(), ${callLog.requestId}, ${callLog.endpoint}, ${callLog.outcome},
+          SELECT ${accountId}::uuid, time_ordered_uuid(), ${callLog.requestId}, ${callLog.endpoint}, ${callLog.outcome},
             ${callLog.statusCode}, ${callLog.recordId}::uuid, ${callLog.entityKey}, ${callLog.source},
             ${toJson(callLog.warnings)}::jsonb, ${callLog.error}, ${callLog.items ? toJson(callLog.items) : null}::jsonb
           WHERE (SELECT count(*) FROM ins) = ${items.length}
@@ -602,7 +602,7 @@ export function createRecordsRepo(db: Executor) {
         .values(
           events.map((event) => ({
             account_id: accountId,
-            id: randomUUID(),
+            id: timeOrderedId(),
             record_id: event.recordId,
             type: event.type,
             message: event.message,
@@ -687,7 +687,7 @@ export function createRecordsRepo(db: Executor) {
           RETURNING id, record_id, created_at
         ), added AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', given.message, given.actor, given.data
+          SELECT ${accountId}, time_ordered_uuid(), note.record_id, 'note_added', given.message, given.actor, given.data
           FROM note JOIN given ON given.id = note.id
         )
         SELECT given.ord, given.key_live, matched.ids, note.created_at
@@ -711,12 +711,12 @@ export function createRecordsRepo(db: Executor) {
       const result = await sql<{ id: string; record_id: string; kind: string; created_at: Date }>`
         WITH note AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name, idempotency_key)
-          VALUES (${accountId}, ${randomUUID()}, ${note.recordId}, ${note.kind}, ${note.body}, ${note.tag ?? null},
+          VALUES (${accountId}, ${timeOrderedId()}, ${note.recordId}, ${note.kind}, ${note.body}, ${note.tag ?? null},
             ${note.senderName ?? null}, ${note.idempotencyKey ?? null})
           RETURNING id, record_id, kind, created_at
         ), added AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, gen_random_uuid(), note.record_id, 'note_added', ${event.message}, ${event.actor ?? 'api'},
+          SELECT ${accountId}, time_ordered_uuid(), note.record_id, 'note_added', ${event.message}, ${event.actor ?? 'api'},
             ${toJson(event.data)}::jsonb
           FROM note
         )
@@ -731,7 +731,7 @@ export function createRecordsRepo(db: Executor) {
         .values(
           notes.map((note) => ({
             account_id: accountId,
-            id: randomUUID(),
+            id: timeOrderedId(),
             record_id: note.recordId,
             kind: note.kind,
             body: note.body,
