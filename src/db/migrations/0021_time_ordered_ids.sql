@@ -13,7 +13,7 @@ LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
     -- bits 52 and 53 turn the version nibble of gen_random_uuid() from 4 (0100) into 7 (0111)
     set_bit(set_bit(
       overlay(uuid_send(gen_random_uuid())
-        PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+        PLACING substring(int8send(floor(date_part('epoch', clock_timestamp()) * 1000)::bigint) FROM 3)
         FROM 1 FOR 6),
       52, 1), 53, 1),
     'hex')::uuid
