@@ -101,7 +101,7 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console: distribution on
     )?.status;
 
   async function returnRow(page: Page, recordId: string) {
-    const link = page.getByRole('link', { name: `Record ${recordId.slice(0, 8)}` });
+    const link = page.getByRole('link', { name: `Record ${recordId.slice(-8)}` });
     return page.getByRole('row').filter({ has: link });
   }
 

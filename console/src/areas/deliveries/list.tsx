@@ -82,8 +82,10 @@ export function DeliveriesList() {
     {
       id: 'record',
       label: t('record'),
+      // The id's last characters: record ids are time-ordered (UUID version 7), so their first
+      // ones are the same for every record of the same minute; the last ones are random.
       render: (r) => (
-        <Link to={`/records/${r.record_id}`}>{t('openRecord', { id: r.record_id.slice(0, 8) })}</Link>
+        <Link to={`/records/${r.record_id}`}>{t('openRecord', { id: r.record_id.slice(-8) })}</Link>
       ),
     },
     {
