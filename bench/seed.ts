@@ -7,8 +7,8 @@
  * dates as YYYY-MM-DD, the select option's spelling; empty values left out), `name` is first name
  * + last name, `email_lc` the lower-cased email, `dedupe_key` the lower-cased trimmed values of
  * the duplicate rule's fields joined by U+001F (one field here: the email), `dedupe_unique` true
- * under an `update` rule, the id is time-ordered (UUID version 7 of `created_at`, as intake's ids are:
- * src/lib/ids.ts), and the record sits in the first stage of the entity's first pipeline.
+ * under an `update` rule, the id is time-ordered (`time_ordered_uuid(created_at)`, migration 0021,
+ * as intake's ids are), and the record sits in the first stage of the entity's first pipeline.
  * Emails are unique and never collide with the bench's own (`…@seed.example`). History rows
  * (events, stage history, intake log) are not seeded: the growth run measures the record look-ups
  * (duplicate rule, email) and inserts against a large `records` table.
@@ -80,12 +80,7 @@ export async function seedRecords(
       await sql`
         INSERT INTO records (account_id, id, entity_id, name, fields, source, origin, email_lc, dedupe_key,
           dedupe_unique, pipeline_id, stage_id, stage_entered_at, created_at, updated_at)
-        SELECT ${target.accountId}::uuid,
-          -- a time-ordered id of the record's creation time, as intake gives (src/lib/ids.ts)
-          encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
-            PLACING substring(int8send(floor(extract(epoch FROM v.at) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
-            52, 1), 53, 1), 'hex')::uuid,
-          ${entity.id}::uuid, v.first_name || ' ' || v.last_name,
+        SELECT ${target.accountId}::uuid, time_ordered_uuid(v.at), ${entity.id}::uuid, v.first_name || ' ' || v.last_name,
           jsonb_strip_nulls(jsonb_build_object(
             'first_name', v.first_name, 'last_name', v.last_name, 'email', v.email, 'phone', v.phone,
             'company', v.company, 'interest', v.interest, 'budget', v.budget, 'consent', v.consent,

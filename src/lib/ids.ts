@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 
+/** The time part of the ids of the current millisecond, made once per millisecond. */
+let prefixMs = -1;
+let prefix = '';
+
 /**
  * A UUID version 7 (RFC 9562 §5.7): the first 48 bits are the Unix time in milliseconds, the
  * other 74 free bits random. Rows keyed by it go to the right-hand end of their primary key's
@@ -21,7 +25,3 @@ export function timeOrderedId(): string {
   }
   return prefix + randomUUID().slice(15);
 }
-
-/** The time part of the ids of the current millisecond, made once per millisecond. */
-let prefixMs = -1;
-let prefix = '';

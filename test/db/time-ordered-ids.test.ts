@@ -3,9 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
-
-const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const millisecondsOf = (id: string) => Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16);
+import { millisecondsOf, TIME_ORDERED_UUID } from '../helpers/ids.ts';
 
 /**
  * The rows that grow with every lead get time-ordered ids (UUID version 7: docs/decisions.md,
@@ -26,7 +24,7 @@ describe.each(TEST_DATABASES)('time-ordered ids on %s', (kind) => {
     const after = Date.now();
     expect(new Set(rows.map((row) => row.id)).size).toBe(500);
     for (const { id } of rows) {
-      expect(id).toMatch(V7);
+      expect(id).toMatch(TIME_ORDERED_UUID);
       // The database's clock is this machine's: the same milliseconds, give or take rounding.
       expect(millisecondsOf(id)).toBeGreaterThanOrEqual(before - 1);
       expect(millisecondsOf(id)).toBeLessThanOrEqual(after + 1);
@@ -36,10 +34,30 @@ describe.each(TEST_DATABASES)('time-ordered ids on %s', (kind) => {
     expect(later.rows[0]!.id > rows[rows.length - 1]!.id).toBe(true);
   });
 
-  it('gives records, intake-log entries, notes and record events ids of their creation time', async () => {
-    const account = await accountWithLeads(t);
+  it('time_ordered_uuid(at) gives the id of another time (as the growth seed gives its records)', async () => {
+    const at = '2026-01-01T00:00:00.123Z';
+    const { rows } = await sql<{ id: string }>`
+      SELECT time_ordered_uuid(${at}::timestamptz)::text AS id FROM generate_series(1, 3)`.execute(t.db);
+    for (const { id } of rows) {
+      expect(id).toMatch(TIME_ORDERED_UUID);
+      expect(millisecondsOf(id)).toBe(Date.parse(at));
+    }
+    expect(new Set(rows.map((row) => row.id)).size).toBe(3);
+  });
+
+  it('gives records, intake-log entries, notes, record events, stage history and webhook messages ids of their creation time', async () => {
+    const account = await accountWithLeads(t, { modules: ['crm'] });
+    // Its record.created messages are written by the creating statements (no worker sends them here).
+    const webhook = await t.request({
+      method: 'POST',
+      url: '/api/v1/settings/webhooks',
+      key: account.apiKey,
+      body: { url: 'https://hooks.example.com/leads', events: ['record.created'] },
+    });
+    expect(webhook.statusCode).toBe(201);
     const before = Date.now();
-    // Grouped single-record creations (with a note each), a bulk call, and a note by email.
+    // Grouped single-record creations (with a note each), a bulk call, a note by email and a
+    // stage move.
     const singles = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         t.request({
@@ -70,14 +88,29 @@ describe.each(TEST_DATABASES)('time-ordered ids on %s', (kind) => {
       body: { email: 't0@ids.test', body: 'Called back' },
     });
     expect(note.statusCode).toBe(201);
+    const moved = await t.request({
+      method: 'POST',
+      url: `/api/v1/crm/records/${singles[0]!.json().id}/stage`,
+      key: account.apiKey,
+      body: { stage: 'Contacted' },
+    });
+    expect(moved.statusCode).toBe(200);
     const after = Date.now();
 
-    for (const table of ['records', 'intake_log', 'notes', 'record_events'] as const) {
+    const tables = [
+      'records',
+      'intake_log',
+      'notes',
+      'record_events',
+      'stage_history',
+      'outbound_messages',
+    ] as const;
+    for (const table of tables) {
       const { rows } = await sql<{ id: string }>`
         SELECT id::text AS id FROM ${sql.table(table)} WHERE account_id = ${account.id}`.execute(t.db);
       expect(rows.length, table).toBeGreaterThan(0);
       for (const { id } of rows) {
-        expect(id, table).toMatch(V7);
+        expect(id, table).toMatch(TIME_ORDERED_UUID);
         expect(millisecondsOf(id), table).toBeGreaterThanOrEqual(before - 1);
         expect(millisecondsOf(id), table).toBeLessThanOrEqual(after + 1);
       }

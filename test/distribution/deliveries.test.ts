@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASES } from '../helpers/databases.ts';
+import { TIME_ORDERED_UUID } from '../helpers/ids.ts';
 import { waitFor } from '../outbound/receiver.ts';
 import { type DistributionWorld, startDistributionWorld } from './support.ts';
 
@@ -41,6 +42,9 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
       return d.status === 'delivered' && d;
     });
     expect(done.attempts).toBe(2);
+    // Runs and deliveries have time-ordered ids (docs/decisions.md, Time-ordered ids).
+    expect(answer.run_id).toMatch(TIME_ORDERED_UUID);
+    expect(done.id).toMatch(TIME_ORDERED_UUID);
     const ids = s.partner.receiver.received.map((r) => r.headers['webhook-id']);
     expect(ids).toHaveLength(2);
     expect(ids[0]).toBe(ids[1]);

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { timeOrderedId } from '../../src/lib/ids.ts';
-
-const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const millisecondsOf = (id: string) => Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16);
+import { millisecondsOf, TIME_ORDERED_UUID } from '../helpers/ids.ts';
 
 describe('time-ordered ids', () => {
   it('are UUIDs of version 7 and the RFC 9562 variant, carrying the current time in ms', () => {
@@ -10,7 +8,7 @@ describe('time-ordered ids', () => {
     const ids = Array.from({ length: 1000 }, () => timeOrderedId());
     const after = Date.now();
     for (const id of ids) {
-      expect(id).toMatch(V7);
+      expect(id).toMatch(TIME_ORDERED_UUID);
       expect(millisecondsOf(id)).toBeGreaterThanOrEqual(before);
       expect(millisecondsOf(id)).toBeLessThanOrEqual(after);
     }

@@ -4,6 +4,7 @@ import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
+import { TIME_ORDERED_UUID } from '../helpers/ids.ts';
 import { type Receiver, startReceiver, waitFor } from './receiver.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
@@ -305,6 +306,9 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
       const failed = all.filter((a) => a.outcome === 'failed');
       expect(failed).toMatchObject([{ attempt: 1, status_code: 500, response: 'boom', error: 'http_500' }]);
       expect(failed[0]!.id).not.toBe(failed[0]!.message_id);
+      // Attempt rows and messages have time-ordered ids (docs/decisions.md, Time-ordered ids).
+      for (const attempt of all) expect(attempt.message_id).toMatch(TIME_ORDERED_UUID);
+      expect(failed[0]!.id).toMatch(TIME_ORDERED_UUID);
       const delivered = all.filter((a) => a.outcome === 'delivered');
       for (const attempt of delivered) {
         // A kept attempt answers with its message's id, the same on every read.
