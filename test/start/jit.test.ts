@@ -7,37 +7,58 @@ import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
+/** V8's `--invocation-count-for-turbofan` default in Node 24. */
+const TURBOFAN_CALLS_BY_DEFAULT = 3000;
 
 /**
  * A process that sets up what it is given (the runtime of a service on PostgreSQL, or the
  * embedded database's JIT setting alone), then makes a function hot and reports which of V8's
- * compilers compiled it: `%GetOptimizationStatus` has bit 5 for Maglev and bit 6 for TurboFan.
- * In a child process, since the flag is the process's and the test runner's own must not change.
+ * compilers compiled it (`%GetOptimizationStatus` has bit 5 for Maglev and bit 6 for TurboFan)
+ * and after how many calls TurboFan's code ran. The function has no loop, so that each call
+ * spends the same tier-up budget, and the process compiles on its main thread
+ * (`--no-concurrent-recompilation`), so that the count does not depend on a compiler thread's
+ * timing. In a child process, since the flags are the process's and the test runner's own must
+ * not change.
  */
 function program(setUp: string): string {
   return `
 const root = ${JSON.stringify(pathToFileURL(`${ROOT}/`).href)};
 ${setUp}
-function sumTwice(values) { let sum = 0; for (let i = 0; i < values.length; i++) sum += values[i] * 2; return sum; }
-const values = Array.from({ length: 100 }, (_, i) => i);
+function priceOf(lead) { const base = lead.quantity * lead.unit; return lead.discounted ? base - (base >> 3) : base; }
+const lead = { quantity: 3, unit: 40, discounted: true };
 let maglev = false;
 let turbofan = false;
-const until = Date.now() + 20_000;
-while (!turbofan && Date.now() < until) {
-  for (let i = 0; i < 50; i++) sumTwice(values);
-  const status = %GetOptimizationStatus(sumTwice);
+let calls = 0;
+while (!turbofan && calls < 1_000_000) {
+  priceOf(lead);
+  calls += 1;
+  const status = %GetOptimizationStatus(priceOf);
   maglev ||= (status & (1 << 5)) !== 0;
   turbofan = (status & (1 << 6)) !== 0;
 }
-process.stdout.write(JSON.stringify({ maglev, turbofan }));
+process.stdout.write(JSON.stringify({ maglev, turbofan, calls }));
 process.exit(0);
 `;
 }
 
-async function compilersOf(setUp: string): Promise<{ maglev: boolean; turbofan: boolean }> {
+interface Compilers {
+  maglev: boolean;
+  turbofan: boolean;
+  /** Calls of the hot function until TurboFan's code was installed. */
+  calls: number;
+}
+
+async function compilersOf(setUp: string, nodeFlags: string[] = []): Promise<Compilers> {
   const { stdout } = await run(
     process.execPath,
-    ['--allow-natives-syntax', '--input-type=module', '-e', program(setUp)],
+    [
+      '--allow-natives-syntax',
+      '--no-concurrent-recompilation',
+      ...nodeFlags,
+      '--input-type=module',
+      '-e',
+      program(setUp),
+    ],
     { cwd: ROOT, timeout: 60_000 },
   );
   return JSON.parse(stdout);
@@ -52,7 +73,7 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the JIT settings on Postgre
     await database?.drop();
   });
 
-  it('a runtime on PostgreSQL compiles hot code without Maglev (straight to TurboFan)', async () => {
+  it("a runtime on PostgreSQL compiles hot code without Maglev, with TurboFan after a third of V8's usual calls", async () => {
     const compilers = await compilersOf(`
 const { loadConfig } = await import(root + 'src/config.ts');
 const { openRuntime } = await import(root + 'src/start/runtime.ts');
@@ -60,16 +81,27 @@ const config = loadConfig({ DATABASE_URL: ${JSON.stringify(database.url)} });
 const runtime = await openRuntime(config, { logger: { info() {}, warn() {}, error() {} }, works: false });
 await runtime.database.close();
 `);
-    expect(compilers).toEqual({ maglev: false, turbofan: true });
+    expect(compilers).toMatchObject({ maglev: false, turbofan: true });
+    expect(compilers.calls).toBeLessThan(TURBOFAN_CALLS_BY_DEFAULT * 0.45);
+  });
+
+  it('Maglev turned off at run time alone leaves TurboFan later than its usual calls (the comparison above can fail)', async () => {
+    const compilers = await compilersOf(`
+const { setFlagsFromString } = await import('node:v8');
+setFlagsFromString('--no-maglev');
+`);
+    expect(compilers).toMatchObject({ maglev: false, turbofan: true });
+    expect(compilers.calls).toBeGreaterThan(TURBOFAN_CALLS_BY_DEFAULT * 0.8);
   });
 });
 
 describe('the JIT settings of a process on the embedded database', () => {
-  it('keeps Maglev on', async () => {
+  it('keeps Maglev on, and TurboFan at its usual calls', async () => {
     const compilers = await compilersOf(`
 const { tuneJitForDatabase } = await import(root + 'src/start/jit.ts');
 tuneJitForDatabase('pglite');
 `);
     expect(compilers.maglev).toBe(true);
+    expect(compilers.calls).toBeGreaterThan(TURBOFAN_CALLS_BY_DEFAULT * 0.8);
   });
 });
