@@ -5,7 +5,7 @@ import type { DatabaseHandle } from '../db/client.ts';
  * Calls of a function (in V8's budget of bytecode executed) before TurboFan compiles it, in a
  * process without Maglev: a third of V8's default of 3,000.
  */
-export const TURBOFAN_INVOCATIONS_WITHOUT_MAGLEV = 1000;
+const TURBOFAN_INVOCATIONS_WITHOUT_MAGLEV = 1000;
 
 /**
  * Turns off Maglev, V8's middle JavaScript compiler, in a process that serves from PostgreSQL.
@@ -20,7 +20,7 @@ export const TURBOFAN_INVOCATIONS_WITHOUT_MAGLEV = 1000;
  * command line; `test/start/jit.test.ts` counts them). Until then it ran in the baseline
  * compiler's code, so functions called once per grouped statement (a tenth of the requests)
  * were still waiting for TurboFan in the first 20 seconds after the warm-up, when the service
- * spent 1.6–1.9 times the baseline's CPU a request against 1.1–1.4 later. TurboFan therefore
+ * spent 1.6–1.9 times the baseline's CPU a request against 1.1–1.5 later. TurboFan therefore
  * starts after 1,000 calls (docs/decisions.md, Benchmark, "Intake's first round on PostgreSQL").
  *
  * It must run before the load makes functions hot; V8 reads these flags at each tier-up decision,
