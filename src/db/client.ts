@@ -183,6 +183,12 @@ export interface OpenDatabaseOptions {
   poolSize: number;
   /** Embedded only: keep the database in memory (tests). */
   inMemory?: boolean;
+  /**
+   * Embedded only: start a new data directory from this dump of one (`PGlite.dumpDataDir`)
+   * instead of making it empty. Tests start each database from one dump migrated once a run: loading it
+   * takes a fifth of the time a new data directory takes to be made.
+   */
+  loadDataDir?: Blob;
   /** Embedded only: how often tables are checked for ANALYZE and VACUUM (autovacuum.ts). */
   autovacuumIntervalMs?: number;
 }
@@ -232,6 +238,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     ]);
     const pglite = await PGlite.create({
       ...(options.inMemory ? {} : { dataDir: path.join(options.dataDir, 'pgdata') }),
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
       startParams: [
         ...PGlite.defaultStartParams,
         ...Object.entries(EMBEDDED_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),

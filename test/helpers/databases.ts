@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { openAsBlob } from 'node:fs';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { type DatabaseHandle, type DatabaseKind, openDatabase } from '../../src/db/client.ts';
 import { migrate } from '../../src/db/migrate.ts';
 
@@ -44,10 +46,21 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop(): P
   };
 }
 
-/** A migrated database of the given kind: a fresh PostgreSQL database, or an in-memory PGlite. */
+/**
+ * A migrated database of the given kind: a fresh PostgreSQL database, or an in-memory PGlite
+ * loaded from the run's migrated dump (test/global-setup.ts), migrated again (nothing left to do
+ * unless the dump is missing).
+ */
 export async function createTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
   if (kind === 'pglite') {
-    const handle = await openDatabase({ databaseUrl: undefined, dataDir: '', poolSize: 1, inMemory: true });
+    const dump = inject('migratedEmbeddedDump');
+    const handle = await openDatabase({
+      databaseUrl: undefined,
+      dataDir: '',
+      poolSize: 1,
+      inMemory: true,
+      loadDataDir: dump ? await openAsBlob(dump) : undefined,
+    });
     await migrate(handle.db);
     return { handle, url: undefined, drop: () => handle.close() };
   }
