@@ -132,6 +132,13 @@ export interface Measured {
   serverCpuMs: number;
   /** CPU time the PostgreSQL backends of the bench's database used during the scenario, in ms (null on PGlite). */
   databaseCpuMs: number | null;
+  /** When the measured load began (after the warm-up), to set beside the database server's log. */
+  startedAt: string;
+  /**
+   * Bytes of WAL the PostgreSQL server wrote during the scenario (null on PGlite). More bytes a
+   * row than in the same scenario's other rounds mean full-page images: a checkpoint began.
+   */
+  walBytes: number | null;
 }
 
 export interface LoadOptions {
@@ -141,6 +148,8 @@ export interface LoadOptions {
   pid: number;
   /** PostgreSQL backends serving the bench's database, whose CPU time is counted too. */
   databasePids?: () => Promise<number[]>;
+  /** PostgreSQL: the server's WAL insert position in bytes (`pg_current_wal_lsn()`). */
+  walPosition?: () => Promise<number>;
 }
 
 /** Resident memory of a process from /proc: the current (VmRSS) and the high-water mark (VmHWM). */
@@ -221,6 +230,8 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
   const countAccepted = scenario.rows === 'accepted';
   const serverCpuBefore = cpuTicksOf(options.pid);
   const databaseBefore = options.databasePids ? cpuMsOf(await options.databasePids()) : null;
+  const walBefore = options.walPosition ? await options.walPosition() : null;
+  const startedAt = new Date().toISOString();
   const instance = autocannon({
     url,
     connections: scenario.connections ?? options.connections,
@@ -267,6 +278,8 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
     databaseCpuMs = 0;
     for (const [pid, ms] of after) databaseCpuMs += ms - (databaseBefore.get(pid) ?? 0);
   }
+  const walBytes =
+    walBefore !== null && options.walPosition ? (await options.walPosition()) - walBefore : null;
   const seconds = result.duration;
   const statusCodes: Record<string, number> = {};
   for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) {
@@ -292,11 +305,13 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
     peakRssBytes: peakRss,
     serverCpuMs: Math.round(serverCpuMs),
     databaseCpuMs: databaseCpuMs === null ? null : Math.round(databaseCpuMs),
+    startedAt,
+    walBytes,
   };
   const mb = Math.round(peakRss / 2 ** 20);
   const perRow = cpuPerRow(measured);
   console.log(
-    `  ${scenario.name.padEnd(26)} ${String(measured.requestsPerSecond).padStart(6)} req/s ${String(measured.rowsPerSecond).padStart(7)} rows/s  p50 ${measured.p50} ms  p99 ${measured.p99} ms  errors ${measured.errors}  non-2xx ${measured.non2xx}  rss ${mb} MB  cpu/row ${perRow}`,
+    `  ${scenario.name.padEnd(26)} ${String(measured.requestsPerSecond).padStart(6)} req/s ${String(measured.rowsPerSecond).padStart(7)} rows/s  p50 ${measured.p50} ms  p99 ${measured.p99} ms  errors ${measured.errors}  non-2xx ${measured.non2xx}  rss ${mb} MB  cpu/row ${perRow}${walBytes === null ? '' : `  wal/row ${walPerRow(measured)} kB`}`,
   );
   return measured;
 }
@@ -309,6 +324,13 @@ export function cpuPerRow(m: Measured): string {
   return m.databaseCpuMs === null
     ? format(m.serverCpuMs)
     : `${format(m.serverCpuMs)} + ${format(m.databaseCpuMs)}`;
+}
+
+/** WAL written a row, in kB: "–" on PGlite or without rows. */
+export function walPerRow(m: Measured): string {
+  const rows = m.rowsPerSecond * m.seconds;
+  if (m.walBytes === null || rows <= 0) return '–';
+  return (m.walBytes / rows / 1024).toFixed(2);
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };
