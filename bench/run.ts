@@ -59,7 +59,7 @@ import {
   type ServiceScenarioName,
   serviceScenarios,
   settle,
-  walPerRow,
+  walKbPerRow,
   webhookIntakeScenario,
 } from './scenarios.ts';
 import { seedRecords } from './seed.ts';
@@ -353,9 +353,9 @@ interface LatencyPair {
   serviceP99: number;
   baselineRps: number;
   serviceRps: number;
-  /** WAL a row in kB of each (bench/scenarios.ts, walPerRow); "–" on PGlite. */
-  baselineWal: string;
-  serviceWal: string;
+  /** WAL a row in kB of each (bench/scenarios.ts, walKbPerRow); null on PGlite. */
+  baselineWalKb: number | null;
+  serviceWalKb: number | null;
 }
 
 /** One back-to-back pair of plain intake and intake with one webhook subscription, and its deliveries. */
@@ -1282,7 +1282,7 @@ function targetsOf(run: DatabaseRun): TargetResult[] {
       value: `lowest ${pct1(Math.min(...rates))}${rounds(
         run.latencyPairs.map(
           (pair, index) =>
-            `${pct1(rates[index]!)}${pair.serviceWal === '–' ? '' : ` (WAL ${pair.serviceWal} vs ${pair.baselineWal} kB a request)`}`,
+            `${pct1(rates[index]!)}${pair.serviceWalKb === null || pair.baselineWalKb === null ? '' : ` (WAL ${pair.serviceWalKb.toFixed(2)} vs ${pair.baselineWalKb.toFixed(2)} kB a request)`}`,
         ),
       )}`,
       verdict: met(Math.min(...rates) >= 0.85),
@@ -1407,8 +1407,8 @@ function pairOf(baseline: Measured, service: Measured): LatencyPair {
     serviceP99: service.p99,
     baselineRps: baseline.requestsPerSecond,
     serviceRps: service.requestsPerSecond,
-    baselineWal: walPerRow(baseline),
-    serviceWal: walPerRow(service),
+    baselineWalKb: walKbPerRow(baseline),
+    serviceWalKb: walKbPerRow(service),
   };
 }
 

@@ -310,8 +310,9 @@ export async function measure(url: string, scenario: Scenario, options: LoadOpti
   };
   const mb = Math.round(peakRss / 2 ** 20);
   const perRow = cpuPerRow(measured);
+  const walKb = walKbPerRow(measured);
   console.log(
-    `  ${scenario.name.padEnd(26)} ${String(measured.requestsPerSecond).padStart(6)} req/s ${String(measured.rowsPerSecond).padStart(7)} rows/s  p50 ${measured.p50} ms  p99 ${measured.p99} ms  errors ${measured.errors}  non-2xx ${measured.non2xx}  rss ${mb} MB  cpu/row ${perRow}${walBytes === null ? '' : `  wal/row ${walPerRow(measured)} kB`}`,
+    `  ${scenario.name.padEnd(26)} ${String(measured.requestsPerSecond).padStart(6)} req/s ${String(measured.rowsPerSecond).padStart(7)} rows/s  p50 ${measured.p50} ms  p99 ${measured.p99} ms  errors ${measured.errors}  non-2xx ${measured.non2xx}  rss ${mb} MB  cpu/row ${perRow}${walKb === null ? '' : `  wal/row ${walKb.toFixed(2)} kB`}`,
   );
   return measured;
 }
@@ -326,11 +327,11 @@ export function cpuPerRow(m: Measured): string {
     : `${format(m.serverCpuMs)} + ${format(m.databaseCpuMs)}`;
 }
 
-/** WAL written a row, in kB: "–" on PGlite or without rows. */
-export function walPerRow(m: Measured): string {
+/** WAL written a row, in kB (two decimals): null on PGlite or without rows. */
+export function walKbPerRow(m: Measured): number | null {
   const rows = m.rowsPerSecond * m.seconds;
-  if (m.walBytes === null || rows <= 0) return '–';
-  return (m.walBytes / rows / 1024).toFixed(2);
+  if (m.walBytes === null || rows <= 0) return null;
+  return Math.round((m.walBytes / rows / 1024) * 100) / 100;
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };
