@@ -185,8 +185,8 @@ export interface OpenDatabaseOptions {
   inMemory?: boolean;
   /**
    * Embedded only: start a new data directory from this dump of one (`PGlite.dumpDataDir`)
-   * instead of making it empty. Tests start each database from one dump migrated once a run: loading it
-   * takes a fifth of the time a new data directory takes to be made.
+   * instead of making it empty. Tests start each database from one dump migrated once a run:
+   * loading it takes a fifth of the time a new data directory takes to be made.
    */
   loadDataDir?: Blob;
   /** Embedded only: how often tables are checked for ANALYZE and VACUUM (autovacuum.ts). */
