@@ -19,6 +19,7 @@ import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { bookingPageRoutes } from './modules/booking/booking.page.routes.ts';
 import { bookingRoutes } from './modules/booking/booking.routes.ts';
+import { createBookingVisitorLimit } from './modules/booking/booking.visitors.ts';
 import { registerConsole } from './modules/console/console.routes.ts';
 import { automationsRoutes } from './modules/crm/automations.routes.ts';
 import { crmRoutes } from './modules/crm/crm.routes.ts';
@@ -52,6 +53,8 @@ export interface AppDeps {
   consoleDir?: string;
   /** Which proxies may name the client address (LEADS_TRUST_PROXY); none by default. */
   trustProxy?: TrustProxy;
+  /** Requests a minute of one client address to the public booking surface (LEADS_BOOKING_RATE_LIMIT_PER_MINUTE). */
+  bookingRateLimitPerMinute?: number;
 }
 
 /** Fastify's types take a hop count as a function (trust the nearest `hops` proxies). */
@@ -164,8 +167,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(automationsRoutes, { automations: services.automations });
   await app.register(partnersRoutes, { partners: services.partners });
   await app.register(setupRoutes, { setup: services.distributionSetup });
-  await app.register(bookingRoutes, { booking: services.booking });
-  await app.register(bookingPageRoutes, { booking: services.booking });
+  // The per-address limit of the public booking surface shares the account limit's store too.
+  const bookingVisitors = createBookingVisitorLimit({
+    rateLimiter: deps.rateLimiter,
+    perMinute: deps.bookingRateLimitPerMinute,
+  });
+  await app.register(bookingRoutes, { booking: services.booking, visitors: bookingVisitors });
+  await app.register(bookingPageRoutes, { booking: services.booking, visitors: bookingVisitors });
   await app.register(distributionRoutes, {
     distribution: services.distribution,
     deliveries: services.deliveries,

@@ -35,6 +35,11 @@ export interface Config {
   webhookDisableAfterMs: number;
   /** Lifetime of a booking link (LEADS_BOOKING_LINK_TTL_S, 14 days). */
   bookingLinkTtlMs: number;
+  /**
+   * Requests a minute one client address may make to the public booking page and JSON
+   * (LEADS_BOOKING_RATE_LIMIT_PER_MINUTE, 120).
+   */
+  bookingRateLimitPerMinute: number;
   /** Lifetime of an emailed sign-in link (LEADS_SIGNIN_LINK_TTL_S, 15 minutes). */
   signInLinkTtlMs: number;
   /**
@@ -160,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     retryScheduleMs: readSchedule(env, 'LEADS_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_S),
     webhookDisableAfterMs: readInt(env, 'LEADS_WEBHOOK_DISABLE_AFTER_S', 432_000, 1, 31_536_000) * 1000,
     bookingLinkTtlMs: readInt(env, 'LEADS_BOOKING_LINK_TTL_S', 1_209_600, 60, 31_536_000) * 1000,
+    bookingRateLimitPerMinute: readInt(env, 'LEADS_BOOKING_RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     signInLinkTtlMs: readInt(env, 'LEADS_SIGNIN_LINK_TTL_S', 900, 1, 86_400) * 1000,
     outboundLeaseMs: env.LEADS_OUTBOUND_LEASE_S
       ? readInt(env, 'LEADS_OUTBOUND_LEASE_S', 60, 1, 86_400) * 1000

@@ -57,6 +57,23 @@ export function decision(limit: number, tokensLeft: number, allowed: boolean): R
   };
 }
 
+/**
+ * Refuses a request that a per-address limit (website forms, booking pages) did not let
+ * through: 429 `rate_limited` with `Retry-After` and the limit's headers.
+ */
+export function refuseWhenLimited(taken: RateDecision, message: string): void {
+  if (taken.allowed) return;
+  throw new AppError('rate_limited', {
+    message,
+    headers: {
+      'retry-after': String(taken.retryAfterSeconds),
+      'ratelimit-limit': String(taken.limit),
+      'ratelimit-remaining': String(taken.remaining),
+      'ratelimit-reset': String(taken.resetSeconds),
+    },
+  });
+}
+
 export interface MemoryRateLimiterOptions {
   /** Milliseconds on a clock that only moves forward; injectable so tests need not sleep. */
   now?: () => number;

@@ -39,6 +39,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       adminTokenHash: secrets.adminTokenHash,
       logger: loggerOptions(config.logLevel),
       trustProxy: config.trustProxy,
+      bookingRateLimitPerMinute: config.bookingRateLimitPerMinute,
       checkDatabase: async () => {
         await sql`SELECT 1`.execute(database.db);
       },

@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads, historyOf } from '../helpers/fixtures.ts';
 import {
+  appointmentCount,
   BERLIN_CALENDAR,
   bookingAccount,
   createCalendar,
@@ -419,6 +420,80 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         url: `/api/v1/booking/slots?token=${encodeURIComponent(account.apiKey)}`,
       });
       expect(response.statusCode).toBe(404);
+    });
+
+    describe('per-address limit of the public surface', () => {
+      let limited: TestApp;
+      beforeAll(async () => {
+        limited = await startTestApp(kind, { now: clock.now, bookingRateLimitPerMinute: 3 });
+      });
+      afterAll(async () => limited?.close());
+
+      it('answers 429 rate_limited with Retry-After once an address used its minute, JSON and page alike', async () => {
+        const { account } = await bookingAccount(limited);
+        const link = await recordWithLink(limited, account);
+        const visitor = '198.51.100.7';
+        const slots = (remoteAddress = visitor) =>
+          limited.request({ method: 'GET', url: `/api/v1/booking/slots?token=${link.token}`, remoteAddress });
+        expect((await slots()).statusCode).toBe(200);
+        // The page is no part of the OpenAPI document: asked for as a browser does, without the checker.
+        const page = await limited.app.inject({
+          method: 'GET',
+          url: `/book/${link.token}`,
+          remoteAddress: visitor,
+        });
+        expect(page.statusCode).toBe(200);
+        // Unknown tokens count too: the limit is the address's, across every link.
+        const unknown = await limited.request({
+          method: 'POST',
+          url: '/api/v1/booking/book',
+          body: { token: 'bk_doesnotexist0000', starts_at: '2027-03-22T08:00:00Z' },
+          remoteAddress: visitor,
+        });
+        expect(unknown.statusCode).toBe(404);
+
+        const refused = await slots();
+        expect(refused.statusCode).toBe(429);
+        expect(refused.json().error).toBe('rate_limited');
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        expect(refused.headers['ratelimit-limit']).toBe('3');
+        const book = await limited.request({
+          method: 'POST',
+          url: '/api/v1/booking/book',
+          body: { token: link.token, starts_at: '2027-03-22T08:00:00Z' },
+          remoteAddress: visitor,
+        });
+        expect(book.statusCode).toBe(429);
+        expect(await appointmentCount(limited, account.id)).toBe(0);
+        const refusedPage = await limited.app.inject({
+          method: 'GET',
+          url: `/book/${link.token}`,
+          remoteAddress: visitor,
+        });
+        expect(refusedPage.statusCode).toBe(429);
+        expect(refusedPage.headers['content-type']).toContain('text/html');
+        expect(refusedPage.headers['retry-after']).toBeDefined();
+        expect(refusedPage.body).toContain('Too many requests');
+        const refusedPost = await limited.app.inject({
+          method: 'POST',
+          url: `/book/${link.token}`,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: 'starts_at=2027-03-22T08%3A00%3A00Z',
+          remoteAddress: visitor,
+        });
+        expect(refusedPost.statusCode).toBe(429);
+        expect(await appointmentCount(limited, account.id)).toBe(0);
+
+        // Another address is not held back, nor is the account's API with its key.
+        expect((await slots('198.51.100.8')).statusCode).toBe(200);
+        const appointments = await limited.request({
+          method: 'GET',
+          url: '/api/v1/booking/appointments',
+          key: account.apiKey,
+          remoteAddress: visitor,
+        });
+        expect(appointments.statusCode).toBe(200);
+      });
     });
   });
 });

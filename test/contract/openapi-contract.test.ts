@@ -305,8 +305,11 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
         headers['x-csrf-token'] = session.csrf;
       }
       const inject: InjectOptions = { method: operation.method as InjectOptions['method'], url, headers };
-      // Sign-in counts failures per client address: each request comes from its own.
-      if (operation.path.startsWith('/api/v1/session')) inject.remoteAddress = randomAddress();
+      // Sign-in counts failures per client address, and the public booking JSON requests: each
+      // such request comes from an address of its own.
+      if (PER_ADDRESS_LIMITED.some((prefix) => operation.path.startsWith(prefix))) {
+        inject.remoteAddress = randomAddress();
+      }
       let shown = '';
       if (request.body !== undefined) {
         const mediaType = options.mediaType ?? 'application/json';
@@ -519,6 +522,9 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
  */
 /** The credential of an operation that takes only the session cookie (decisions §14). */
 const SESSION = Symbol('session cookie');
+
+/** Paths whose requests a per-client-address limit counts (sign-in, the public booking JSON). */
+const PER_ADDRESS_LIMITED = ['/api/v1/session', '/api/v1/booking/slots', '/api/v1/booking/book'];
 
 /** A client address of 10.0.0.0/8 that no other request of the run comes from. */
 function randomAddress(): string {

@@ -82,6 +82,8 @@ export interface TestAppOptions {
   distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
   /** Which proxies may name the client address (LEADS_TRUST_PROXY); none by default. */
   trustProxy?: TrustProxy;
+  /** Requests a minute of one client address to the public booking surface (120 by default). */
+  bookingRateLimitPerMinute?: number;
   /** The built web console to serve (console/dist by default). */
   consoleDir?: string;
 }
@@ -126,6 +128,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
     logger: false,
     trustProxy: options.trustProxy,
+    bookingRateLimitPerMinute: options.bookingRateLimitPerMinute,
     consoleDir: options.consoleDir,
     checkDatabase: async () => {
       await sql`SELECT 1`.execute(db);

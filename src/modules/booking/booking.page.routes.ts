@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { AppError } from '../../http/errors.ts';
 import type { BookingService } from './booking.service.ts';
+import type { BookingVisitorLimit } from './booking.visitors.ts';
 
 /**
  * The page's rendering (with Luxon) is loaded with the first page asked for, not with the
@@ -21,10 +22,10 @@ const ASSET_HEADERS = { 'cache-control': 'public, max-age=3600', 'x-content-type
 type Query = Record<string, unknown>;
 
 /** The public booking page: GET shows the slots, POST books one, then the confirmation (POST-redirect-GET). */
-export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService }> = async (
-  app,
-  { booking },
-) => {
+export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
+  booking: BookingService;
+  visitors: BookingVisitorLimit;
+}> = async (app, { booking, visitors }) => {
   const script = readFileSync(path.join(ASSETS, 'booking.js'), 'utf8');
   const style = readFileSync(path.join(ASSETS, 'booking.css'), 'utf8');
 
@@ -56,6 +57,17 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
           ),
         );
       if (error.code === 'already_booked') return confirmed(reply, token, query, 409);
+      if (error.code === 'rate_limited') {
+        if (error.headers) reply.headers(error.headers);
+        return send(
+          reply,
+          429,
+          messagePage(
+            'Too many requests',
+            `This address has asked for booking pages too often. Please try again in ${error.headers?.['retry-after'] ?? 'a few'} seconds.`,
+          ),
+        );
+      }
     }
     reply.log.error({ err: error }, 'booking page failed');
     return send(
@@ -138,6 +150,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
     async (request, reply) => {
       const { token } = request.params;
       try {
+        await visitors.admit(request.ip);
         return await slots(reply, token, request.query);
       } catch (error) {
         return refusal(reply, error, token, request.query);
@@ -151,6 +164,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
     async (request, reply) => {
       const { token } = request.params;
       try {
+        await visitors.admit(request.ip);
         return await confirmed(reply, token, request.query, 200);
       } catch (error) {
         return refusal(reply, error, token, request.query);
@@ -167,6 +181,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{ booking: BookingServ
       const query = { tz: form.tz, week: form.week };
       const startsAt = typeof form.starts_at === 'string' ? form.starts_at : '';
       try {
+        await visitors.admit(request.ip);
         if (startsAt === '') return await slots(reply, token, query, 422, 'Please pick a time.');
         try {
           await booking.publicBook(token, startsAt);

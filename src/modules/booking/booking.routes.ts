@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
 import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
@@ -17,6 +18,7 @@ import {
   UpdateCalendarBody,
 } from './booking.schemas.ts';
 import type { BookingService } from './booking.service.ts';
+import type { BookingVisitorLimit } from './booking.visitors.ts';
 
 const settingsAuth = {
   accept: ['api_key' as const],
@@ -30,11 +32,16 @@ const bookingAuth = {
 };
 const settingsTags = ['Settings: booking'];
 const tags = ['Booking'];
+const PUBLIC_SURFACE =
+  'Public: no API key, the link token is the credential. One client address may make 120 requests a minute (LEADS_BOOKING_RATE_LIMIT_PER_MINUTE) to the booking page and JSON, across every link; beyond that 429 rate_limited with Retry-After.';
 
-export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService }> = async (
-  app,
-  { booking },
-) => {
+export const bookingRoutes: FastifyPluginAsyncTypebox<{
+  booking: BookingService;
+  visitors: BookingVisitorLimit;
+}> = async (app, { booking, visitors }) => {
+  // The public routes take no API key: the client address's limit, before the body is read.
+  const admitVisitor = async (request: FastifyRequest) => visitors.admit(request.ip);
+
   app.post(
     '/api/v1/settings/booking/calendars',
     {
@@ -121,10 +128,12 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService 
   app.get(
     '/api/v1/booking/slots',
     {
+      onRequest: admitVisitor,
       schema: {
         tags,
         operationId: 'listBookingSlots',
         summary: 'Free slots of a booking link’s calendar (public: the token is the credential)',
+        description: PUBLIC_SURFACE,
         security: [],
         querystring: SlotsQuery,
         response: { 200: SlotList, ...s2Errors },
@@ -136,10 +145,12 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{ booking: BookingService 
   app.post(
     '/api/v1/booking/book',
     {
+      onRequest: admitVisitor,
       schema: {
         tags,
         operationId: 'bookSlot',
         summary: 'Book a slot with a booking link (public: the token is the credential); a link books once',
+        description: PUBLIC_SURFACE,
         security: [],
         body: BookBody,
         response: { 201: Booked, ...s2Errors },

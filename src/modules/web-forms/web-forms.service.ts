@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SourceFormSettings } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
-import type { RateLimiter } from '../../http/rate-limit.ts';
+import { type RateLimiter, refuseWhenLimited } from '../../http/rate-limit.ts';
 import type { Answer } from '../intake/intake.api.ts';
 import type { IntakeContext, IntakeService, Warning } from '../intake/intake.service.ts';
 
@@ -54,17 +54,7 @@ export function createWebFormsService({
       headers: { origin?: string; referer?: string },
     ): Promise<void> {
       const taken = await rateLimiter.take(`form:${sourceId}:${clientAddress}`, form.ratePerMinute);
-      if (!taken.allowed) {
-        throw new AppError('rate_limited', {
-          message: 'Too many posts from this address to this source',
-          headers: {
-            'retry-after': String(taken.retryAfterSeconds),
-            'ratelimit-limit': String(taken.limit),
-            'ratelimit-remaining': String(taken.remaining),
-            'ratelimit-reset': String(taken.resetSeconds),
-          },
-        });
-      }
+      refuseWhenLimited(taken, 'Too many posts from this address to this source');
       const origin = postOrigin(headers);
       if (origin !== undefined && !originAllowed(form, origin)) throw new AppError('origin_not_allowed');
     },
