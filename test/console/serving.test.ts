@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIST } from '../../src/modules/console/console.routes.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -62,6 +63,36 @@ describe.each(TEST_DATABASES)('serving the web console on %s', (kind) => {
       expect(response.headers['content-type']).toMatch(/^text\/javascript|^application\/javascript/);
       expect(response.headers['cache-control']).toBe('public, max-age=31536000, immutable');
       expect(response.body).toBe(await readFile(path.join(CONSOLE_DIST, 'assets', script), 'utf8'));
+    });
+
+    it('sends the assets compressed to a browser that accepts Brotli or gzip, the same bytes decoded', async () => {
+      const built = await readFile(path.join(CONSOLE_DIST, 'assets', script));
+      const asset = (acceptEncoding?: string) =>
+        t.app.inject({
+          method: 'GET',
+          url: `/assets/${script}`,
+          headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {},
+        });
+      const brotli = await asset('gzip, deflate, br, zstd');
+      expect(brotli.statusCode).toBe(200);
+      expect(brotli.headers['content-encoding']).toBe('br');
+      expect(brotli.headers['content-type']).toMatch(/^text\/javascript|^application\/javascript/);
+      expect(brotli.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+      expect(String(brotli.headers.vary)).toMatch(/accept-encoding/i);
+      expect(brotli.rawPayload.length).toBeLessThan(built.length / 3);
+      expect(brotliDecompressSync(brotli.rawPayload).equals(built)).toBe(true);
+      const gzipped = await asset('gzip');
+      expect(gzipped.headers['content-encoding']).toBe('gzip');
+      expect(gunzipSync(gzipped.rawPayload).equals(built)).toBe(true);
+      const plain = await asset();
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect(plain.rawPayload.equals(built)).toBe(true);
+    });
+
+    it('is React’s production build, also when the test run (NODE_ENV=test) built it', async () => {
+      const built = await readFile(path.join(CONSOLE_DIST, 'assets', script), 'utf8');
+      // A warning only React's development build carries.
+      expect(built).not.toContain('is using incorrect casing');
     });
   });
 

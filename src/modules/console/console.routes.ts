@@ -48,7 +48,8 @@ export interface ConsoleServing {
 
 /**
  * Serves the built console from the same process: hashed assets below /assets with a year's
- * caching (their names change with their content), index.html never from a cache, for `/`
+ * caching (their names change with their content), compressed where the browser accepts it,
+ * index.html never from a cache, for `/`
  * and every console address (client routes), see decisions §14.
  */
 export async function registerConsole(app: FastifyInstance, options: { distDir?: string } = {}) {
@@ -73,6 +74,9 @@ export async function registerConsole(app: FastifyInstance, options: { distDir?:
     dotfiles: 'ignore',
     // Every file below /assets carries a hash of its content in its name.
     cacheControl: false,
+    // The build writes Brotli and gzip copies beside each text asset (scripts/build-console.ts);
+    // a browser that accepts one gets it, with `Vary: Accept-Encoding`.
+    preCompressed: true,
     setHeaders(reply) {
       reply.header('cache-control', 'public, max-age=31536000, immutable');
       reply.header('x-content-type-options', 'nosniff');
