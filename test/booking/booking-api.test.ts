@@ -474,6 +474,7 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         expect(refusedPage.headers['content-type']).toContain('text/html');
         expect(refusedPage.headers['retry-after']).toBeDefined();
         expect(refusedPage.body).toContain('Too many requests');
+        expect(refusedPage.body).toMatch(/Please try again in (a second|\d+ seconds)\./);
         const refusedPost = await limited.app.inject({
           method: 'POST',
           url: `/book/${link.token}`,

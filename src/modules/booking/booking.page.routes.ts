@@ -59,12 +59,14 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
       if (error.code === 'already_booked') return confirmed(reply, token, query, 409);
       if (error.code === 'rate_limited') {
         if (error.headers) reply.headers(error.headers);
+        const seconds = Number(error.headers?.['retry-after'] ?? 1);
+        const wait = seconds === 1 ? 'a second' : `${seconds} seconds`;
         return send(
           reply,
           429,
           messagePage(
             'Too many requests',
-            `This address has asked for booking pages too often. Please try again in ${error.headers?.['retry-after'] ?? 'a few'} seconds.`,
+            `This address has asked for booking pages too often. Please try again in ${wait}.`,
           ),
         );
       }
