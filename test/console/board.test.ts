@@ -3,7 +3,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
-import { TEST_DATABASES } from '../helpers/databases.ts';
+import { oneDatabase } from '../helpers/databases.ts';
 import { addPersonWithPassword, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
@@ -17,7 +17,7 @@ import {
 } from './browser.ts';
 import { DEAL_ENTITY, STAGES } from './crm-support.ts';
 
-describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console board on %s', (kind) => {
+describe.skipIf(!hasChromium).each(oneDatabase('postgres'))('the console board on %s', (kind) => {
   let server: ConsoleServer;
   let account: TestAccount;
   const admin = 'admin@board.test';

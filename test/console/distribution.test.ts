@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import type { TestAccount } from '../helpers/app.ts';
-import { TEST_DATABASES } from '../helpers/databases.ts';
+import { oneDatabase } from '../helpers/databases.ts';
 import { distributionFactory } from '../helpers/distribution-factory.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
 import { type Receiver, startReceiver, waitFor } from '../outbound/receiver.ts';
@@ -23,7 +23,7 @@ import {
 
 const silent = { info() {}, warn() {}, error() {} };
 
-describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console: distribution on %s', (kind) => {
+describe.skipIf(!hasChromium).each(oneDatabase('pglite'))('the console: distribution on %s', (kind) => {
   let server: ConsoleServer;
   let dispatcher: Dispatcher;
   let account: TestAccount;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
-import { TEST_DATABASES } from '../helpers/databases.ts';
+import { oneDatabase } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
 import { addPersonWithPassword, addUser, PASSWORD } from '../people/support.ts';
 import {
@@ -16,7 +16,7 @@ import {
 } from './browser.ts';
 
 /** The web console's sign-in and records screens in Chromium, against the real service (decisions §14). */
-describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console records screens on %s', (kind) => {
+describe.skipIf(!hasChromium).each(oneDatabase('postgres'))('the console records screens on %s', (kind) => {
   let server: ConsoleServer;
   let account: TestAccount;
   let other: TestAccount;

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestAccount } from '../helpers/app.ts';
-import { TEST_DATABASES } from '../helpers/databases.ts';
+import { oneDatabase } from '../helpers/databases.ts';
 import { putEntity } from '../helpers/fixtures.ts';
 import { addPersonWithPassword, PASSWORD } from '../people/support.ts';
 import {
@@ -34,7 +34,7 @@ interface Received {
   body: string;
 }
 
-describe.skipIf(!hasChromium).each(TEST_DATABASES)('console settings screens on %s', (kind) => {
+describe.skipIf(!hasChromium).each(oneDatabase('postgres'))('console settings screens on %s', (kind) => {
   let server: ConsoleServer;
   let account: TestAccount;
   const ownerEmail = `owner-${kind}@settings.test`;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_DATABASES } from '../helpers/databases.ts';
+import { oneDatabase } from '../helpers/databases.ts';
 import {
   type ConsoleServer,
   checkAccessibility,
@@ -10,7 +10,7 @@ import {
   startConsoleServer,
 } from './browser.ts';
 
-describe.skipIf(!hasChromium).each(TEST_DATABASES)('the console before signing in on %s', (kind) => {
+describe.skipIf(!hasChromium).each(oneDatabase('pglite'))('the console before signing in on %s', (kind) => {
   let server: ConsoleServer;
   beforeAll(async () => {
     server = await startConsoleServer(kind);

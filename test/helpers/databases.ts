@@ -11,6 +11,16 @@ export const TEST_DATABASES: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'pg
   .map((name) => name.trim())
   .filter((name): name is DatabaseKind => name === 'pglite' || name === 'postgres');
 
+/**
+ * The one database a browser test of the console runs on. Its subject is the console, a client
+ * of the API whose every path is tested on both databases, and a browser test costs 4–14 s; each
+ * file names the kind it runs on (the files alternate, so that each database serves the console
+ * too), or the first of TEST_DATABASES when that leaves the named one out.
+ */
+export function oneDatabase(preferred: DatabaseKind): DatabaseKind[] {
+  return TEST_DATABASES.includes(preferred) ? [preferred] : TEST_DATABASES.slice(0, 1);
+}
+
 /** Server of the machine's PostgreSQL; tests create and drop their own databases on it. */
 export const POSTGRES_ADMIN_URL =
   process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
