@@ -69,8 +69,7 @@ const MIN_COMPRESSED_BYTES = 1024;
  * (`@fastify/static`'s `preCompressed`) without compressing on every request: the console's
  * script is about 990 kB as built and 230 kB with Brotli.
  */
-export async function precompressAssets(dir: string): Promise<string[]> {
-  const written: string[] = [];
+export async function precompressAssets(dir: string): Promise<void> {
   for (const file of await listFiles(dir)) {
     if (!COMPRESSIBLE.test(file)) continue;
     const content = await readFile(file);
@@ -87,9 +86,7 @@ export async function precompressAssets(dir: string): Promise<string[]> {
     ]);
     await writeFile(`${file}.br`, brotli);
     await writeFile(`${file}.gz`, gzipped);
-    written.push(`${file}.br`, `${file}.gz`);
   }
-  return written;
 }
 
 /** Builds the console unless console/dist is current; answers whether it built. */
@@ -106,7 +103,6 @@ export async function ensureConsoleBuilt(options: { quiet?: boolean } = {}): Pro
     await build({
       root: CONSOLE_DIR,
       configFile: path.join(CONSOLE_DIR, 'vite.config.ts'),
-      mode: 'production',
       logLevel: options.quiet ? 'error' : 'warn',
     });
   } finally {

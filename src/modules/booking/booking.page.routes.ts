@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../http/errors.ts';
 import type { BookingService } from './booking.service.ts';
 import type { BookingVisitorLimit } from './booking.visitors.ts';
@@ -139,6 +139,19 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
     );
   }
 
+  /**
+   * The client address's limit, as on the booking JSON: counted before the token (or a posted
+   * form) is read; over it, the visitor gets a page.
+   */
+  async function admitVisitor(request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply) {
+    try {
+      await visitors.admit(request.ip);
+    } catch (error) {
+      await refusal(reply, error, request.params.token, {});
+      return reply;
+    }
+  }
+
   app.get('/book/assets/booking.js', { schema: { hide: true } }, async (_request, reply) =>
     reply.headers({ ...ASSET_HEADERS, 'content-type': 'text/javascript; charset=utf-8' }).send(script),
   );
@@ -148,11 +161,10 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
 
   app.get<{ Params: { token: string }; Querystring: Query }>(
     '/book/:token',
-    { schema: { hide: true } },
+    { onRequest: admitVisitor, schema: { hide: true } },
     async (request, reply) => {
       const { token } = request.params;
       try {
-        await visitors.admit(request.ip);
         return await slots(reply, token, request.query);
       } catch (error) {
         return refusal(reply, error, token, request.query);
@@ -162,11 +174,10 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
 
   app.get<{ Params: { token: string }; Querystring: Query }>(
     '/book/:token/confirmed',
-    { schema: { hide: true } },
+    { onRequest: admitVisitor, schema: { hide: true } },
     async (request, reply) => {
       const { token } = request.params;
       try {
-        await visitors.admit(request.ip);
         return await confirmed(reply, token, request.query, 200);
       } catch (error) {
         return refusal(reply, error, token, request.query);
@@ -176,14 +187,13 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
 
   app.post<{ Params: { token: string }; Body: unknown }>(
     '/book/:token',
-    { schema: { hide: true }, config: { acceptsForm: true } },
+    { onRequest: admitVisitor, schema: { hide: true }, config: { acceptsForm: true } },
     async (request, reply) => {
       const { token } = request.params;
       const form = (request.body && typeof request.body === 'object' ? request.body : {}) as Query;
       const query = { tz: form.tz, week: form.week };
       const startsAt = typeof form.starts_at === 'string' ? form.starts_at : '';
       try {
-        await visitors.admit(request.ip);
         if (startsAt === '') return await slots(reply, token, query, 422, 'Please pick a time.');
         try {
           await booking.publicBook(token, startsAt);

@@ -33,7 +33,7 @@ const bookingAuth = {
 const settingsTags = ['Settings: booking'];
 const tags = ['Booking'];
 const PUBLIC_SURFACE =
-  'Public: no API key, the link token is the credential. One client address may make 120 requests a minute (LEADS_BOOKING_RATE_LIMIT_PER_MINUTE) to the booking page and JSON, across every link; beyond that 429 rate_limited with Retry-After.';
+  'Public: no API key, the link token is the credential. One client address may make LEADS_BOOKING_RATE_LIMIT_PER_MINUTE requests a minute (120 by default) to the booking page and JSON, across every link; beyond that 429 rate_limited with Retry-After.';
 
 export const bookingRoutes: FastifyPluginAsyncTypebox<{
   booking: BookingService;
