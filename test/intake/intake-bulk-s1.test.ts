@@ -312,6 +312,49 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       });
     });
 
+    it('a handover that updates a lead by the duplicate rule sets its assignee and adds its viewers', async () => {
+      const own = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const user = async (email: string) =>
+        (
+          await t.request({
+            method: 'POST',
+            url: '/api/v1/settings/users',
+            key: own.apiKey,
+            body: { email, name: email },
+          })
+        ).json().id as string;
+      const [rep, boss, peer] = [await user('rep@up.co'), await user('boss@up.co'), await user('peer@up.co')];
+      const intake = async (body: Record<string, unknown>) => {
+        const response = await t.request({ method: 'POST', url: '/api/intake', key: own.apiKey, body });
+        expect(response.statusCode).toBe(200);
+        return response.json().lead_id as string;
+      };
+      const stored = (id: string) =>
+        t.db
+          .selectFrom('records')
+          .select(['assignee_id', 'viewer_ids'])
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+      const id = await intake({ entity: 'lead', email: 'same@up.co', viewers: [peer] });
+      expect(
+        await intake({ entity: 'lead', email: 'SAME@up.co', assignee: 'rep@up.co', viewers: boss }),
+      ).toBe(id);
+      expect(await stored(id)).toEqual({ assignee_id: rep, viewer_ids: [peer, boss] });
+      // Without an assignee or viewers, a repeat leaves them; viewers already there are not doubled.
+      expect(await intake({ entity: 'lead', email: 'same@up.co', viewers: [peer], first_name: 'Sam' })).toBe(
+        id,
+      );
+      expect(await stored(id)).toEqual({ assignee_id: rep, viewer_ids: [peer, boss] });
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: own.apiKey,
+        body: { entity: 'lead', batch: [{ email: 'same@up.co', assignee: boss, viewers: 'rep@up.co' }] },
+      });
+      expect(bulk.json().created).toEqual([{ lead_id: id, email: 'same@up.co' }]);
+      expect(await stored(id)).toEqual({ assignee_id: boss, viewer_ids: [peer, boss, rep] });
+    });
+
     it('answers in the S1 body: 422 with errors, 404 for an unknown entity, 403 for a status without the CRM module', async () => {
       const invalid = await t.request({
         method: 'POST',

@@ -522,6 +522,8 @@ export function createIntakeService({
         name: displayName(entity, merged),
         emailLc: emailOf(entity, merged),
         dedupeKey: dedupeKeyOf(entity, merged),
+        assigneeId: prepared.assigneeId,
+        viewerIds: prepared.viewerIds,
       },
       tx,
     );

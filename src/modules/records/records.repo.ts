@@ -577,9 +577,14 @@ export function createRecordsRepo(db: Executor) {
         name: string;
         emailLc: string | null;
         dedupeKey: string | null;
+        /** A handover's assignee replaces the record's (S1 intake); absent leaves it. */
+        assigneeId?: string | null;
+        /** A handover's viewers join the record's, each once, at most 100 in all. */
+        viewerIds?: string[];
       },
       tx: Executor = db,
     ) {
+      const viewerIds = values.viewerIds ?? [];
       return tx
         .updateTable('records')
         .set({
@@ -588,6 +593,14 @@ export function createRecordsRepo(db: Executor) {
           email_lc: values.emailLc,
           dedupe_key: values.dedupeKey,
           updated_at: new Date(),
+          ...(values.assigneeId ? { assignee_id: values.assigneeId } : {}),
+          ...(viewerIds.length > 0
+            ? {
+                viewer_ids: sql<string[]>`ARRAY(
+                  SELECT v FROM unnest(viewer_ids || ${viewerIds}::uuid[]) WITH ORDINALITY AS t(v, n)
+                  GROUP BY v ORDER BY min(n) LIMIT 100)`,
+              }
+            : {}),
         })
         .where('account_id', '=', accountId)
         .where('id', '=', id)
