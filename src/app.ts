@@ -14,7 +14,7 @@ import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
 import { lazySerializerFactory } from './http/serialization.ts';
-import { markFormBody, refuseUnlistedForm, typedValidatorFactory } from './http/validation.ts';
+import { refuseUnlistedForm, settleBody, typedValidatorFactory } from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { bookingPageRoutes } from './modules/booking/booking.page.routes.ts';
@@ -121,7 +121,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMultipart(app);
   app.addHook('preParsing', async (request) => refuseUnlistedForm(request));
   app.decorateRequest('entryProblems', null);
-  app.addHook('preValidation', async (request) => markFormBody(request));
+  app.addHook('preValidation', async (request) => settleBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));
 
   app.addSchema(S2Error);

@@ -126,7 +126,11 @@ const ERROR_SCHEMAS = {
 export const UNPROCESSABLE =
   'The request has invalid values (details name them). Text holding the NUL character or an unpaired UTF-16 surrogate is refused wherever it appears (reason `invalid_characters`), and so is a JSON number beyond a double (reason `out_of_range`).';
 
+/** Set by the transform on a route whose body may be left out (route config `bodyOptional`). */
+const BODY_OPTIONAL = 'x-leadline-body-optional';
+
 type Operation = {
+  [BODY_OPTIONAL]?: boolean;
   security?: Record<string, string[]>[];
   parameters?: { in: string; name: string }[];
   requestBody?: unknown;
@@ -316,13 +320,24 @@ export function openapiOptions(): SwaggerOptions {
               ),
             }
           : {};
-      return { schema: { ...schema, ...hidden, security, operationId } as typeof schema, url };
+      // Fastify's document marks every body required; transformObject below reads this mark.
+      const optional = (route.config as { bodyOptional?: boolean } | undefined)?.bodyOptional
+        ? { [BODY_OPTIONAL]: true }
+        : {};
+      return {
+        schema: { ...schema, ...hidden, ...optional, security, operationId } as typeof schema,
+        url,
+      };
     },
     transformObject: (document) => {
       const openapiObject = (document as { openapiObject: { paths?: Record<string, object> } }).openapiObject;
       for (const [path, methods] of Object.entries(openapiObject.paths ?? {})) {
         for (const [method, operation] of Object.entries(methods as Record<string, Operation>)) {
           completeOperation(path, method, operation);
+          if (operation[BODY_OPTIONAL]) {
+            delete operation[BODY_OPTIONAL];
+            operation.requestBody = { ...(operation.requestBody as object), required: false };
+          }
           if (
             operation.requestBody !== undefined &&
             JSON.stringify(operation.requestBody).includes(HIDDEN_PATTERN_PROPERTIES)

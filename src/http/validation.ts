@@ -16,6 +16,11 @@ declare module 'fastify' {
     acceptsForm?: boolean;
     /** The route also takes `multipart/form-data` (source-token intake only, decisions §13). */
     acceptsMultipart?: boolean;
+    /**
+     * Every key of the body is optional, so a request may also send none (no body, no
+     * content type): it is then read as `{}`. The document marks the body as not required.
+     */
+    bodyOptional?: boolean;
   }
 }
 
@@ -53,11 +58,17 @@ export async function requireBody(request: FastifyRequest): Promise<void> {
 /** Bodies read from a form encoding; only these are converted by the body validator. */
 const formBodies = new WeakSet<object>();
 
-/** Marks a parsed form body, so that its text values are converted when it is validated. */
-export function markFormBody(request: FastifyRequest): void {
+/**
+ * Readies a parsed body for validation: a form body is marked, so that its text values are
+ * converted; a request without a body, on a route whose body keys are all optional, is read as
+ * sending `{}`.
+ */
+export function settleBody(request: FastifyRequest): void {
   const body = request.body;
   if (body !== null && typeof body === 'object' && FORM_ENCODINGS.has(request.mediaType ?? '')) {
     formBodies.add(body);
+  } else if (body === undefined && request.routeOptions.config?.bodyOptional === true) {
+    request.body = {};
   }
 }
 

@@ -198,14 +198,20 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
       expect(cancelled.statusCode).toBe(200);
       expect(cancelled.json()).toMatchObject({ id: ids[0], status: 'cancelled' });
       expect(await historyOf(t, account.apiKey, one.json().record_id)).toContain('appointment_cancelled');
+      // `reason` is optional, so the body may be left out: no body, no content type.
       const twice = await t.request({
         method: 'POST',
         url: `/api/v1/booking/appointments/${ids[0]}/cancel`,
         key: account.apiKey,
-        body: {},
       });
       expect(twice.statusCode).toBe(200);
       expect(twice.json().status).toBe('cancelled');
+      const unknown = await t.request({
+        method: 'POST',
+        url: '/api/v1/booking/appointments/00000000-0000-4000-8000-000000000000/cancel',
+        key: account.apiKey,
+      });
+      expect(unknown.statusCode).toBe(404);
       const emails = await emailsOf(t, account.id);
       expect(emails.filter((email) => email.event_type === 'booking.cancellation')).toHaveLength(1);
       // The seat is free again: the slot can be booked.

@@ -18,6 +18,8 @@ type Doc = {
 describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kind) => {
   let t: TestApp;
   let account: TestAccount;
+  /** An account with the modules whose operations take an optional body. */
+  let modules: TestAccount;
   let doc: Doc;
   let recordId: string;
   let ajv: Ajv2020;
@@ -25,6 +27,7 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
   beforeAll(async () => {
     t = await startTestApp(kind);
     account = await accountWithLeads(t);
+    modules = await t.createAccount({ modules: ['distribution', 'booking'] });
     doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
     ajv = new Ajv2020({ strict: false });
     (addFormats as unknown as (ajv: unknown) => void)(ajv);
@@ -68,6 +71,31 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
         'application/x-www-form-urlencoded',
         'multipart/form-data',
       ]);
+    });
+
+    it('marks a body as optional only where every key is, and takes such a request without one', async () => {
+      const optional = Object.entries(doc.paths).flatMap(([path, methods]) =>
+        Object.entries(methods as Record<string, { requestBody?: { required?: boolean } }>)
+          .filter(([, operation]) => operation.requestBody?.required === false)
+          .map(([method]) => `${method} ${path}`),
+      );
+      expect(optional.sort()).toEqual([
+        'post /api/v1/booking/appointments/{id}/cancel',
+        'post /api/v1/distribution/deliveries/{id}/return',
+      ]);
+      for (const entry of optional) {
+        const [method, path] = entry.split(' ') as [string, string];
+        expect(bodySchema(path, method).required ?? []).toEqual([]);
+      }
+      // No body reaches the handler (an unknown id), where a required body would be 422.
+      const unknown = '00000000-0000-4000-8000-000000000000';
+      for (const url of [
+        `/api/v1/distribution/deliveries/${unknown}/return`,
+        `/api/v1/booking/appointments/${unknown}/cancel`,
+      ]) {
+        const response = await t.request({ method: 'POST', url, key: modules.apiKey });
+        expect(response.statusCode, url).toBe(404);
+      }
     });
 
     it('declares the document download as any media type, and answers with the file’s own', async () => {

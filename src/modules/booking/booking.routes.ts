@@ -193,7 +193,8 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/booking/appointments/:id/cancel',
     {
-      config: { auth: bookingAuth },
+      // `reason` is optional: a cancellation may send no body at all.
+      config: { auth: bookingAuth, bodyOptional: true },
       schema: {
         tags,
         operationId: 'cancelAppointment',
@@ -206,7 +207,7 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const caller = callerOf(request);
-      return booking.cancelAppointment(caller.account.id, request.params.id, request.body?.reason ?? null, {
+      return booking.cancelAppointment(caller.account.id, request.params.id, request.body.reason ?? null, {
         actor: actorOf(caller),
         requestId: request.id,
       });

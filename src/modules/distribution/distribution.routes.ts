@@ -75,7 +75,8 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/api/v1/distribution/deliveries/:id/return',
     {
-      config: { auth: { ...auth, role: 'member' as const } },
+      // Every key is optional (interface): a return may send no body at all.
+      config: { auth: { ...auth, role: 'member' as const }, bodyOptional: true },
       schema: {
         tags,
         operationId: 'returnDelivery',
@@ -87,12 +88,7 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) =>
-      deliveries.giveBack(
-        accountIdOf(request),
-        request.params.id,
-        request.body ?? {},
-        actorOf(callerOf(request)),
-      ),
+      deliveries.giveBack(accountIdOf(request), request.params.id, request.body, actorOf(callerOf(request))),
   );
 
   app.post(

@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { SourceFormSettings } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { type RateLimiter, refuseWhenLimited } from '../../http/rate-limit.ts';
+import { timeOrderedId } from '../../lib/ids.ts';
 import type { Answer } from '../intake/intake.api.ts';
 import type { IntakeContext, IntakeService, Warning } from '../intake/intake.service.ts';
 
@@ -61,14 +61,15 @@ export function createWebFormsService({
 
     /**
      * The answer to a post whose trap field was filled: what a created record gets (201 with a
-     * new id), while nothing is stored but the intake log's `spam` entry.
+     * new id, time-ordered as record ids are), while nothing is stored but the intake log's
+     * `spam` entry.
      */
     async answerSpam(ctx: IntakeContext, entity: unknown, warnings: Warning[]): Promise<Answer> {
       const entityKey = typeof entity === 'string' ? entity.slice(0, 100) : '';
       await intake.logSpam(ctx, entityKey === '' ? null : entityKey, 201, warnings);
       return {
         status: 201,
-        body: { id: randomUUID(), entity: entityKey, created: true, updated: false, warnings },
+        body: { id: timeOrderedId(), entity: entityKey, created: true, updated: false, warnings },
         replayed: false,
       };
     },
