@@ -30,6 +30,8 @@ export interface AjvError {
   schemaPath?: string;
   /** The failing value; present where the validator runs verbose (typed JSON bodies). */
   data?: unknown;
+  /** The key a `propertyNames` rule refused (its own errors carry it; the path is its object's). */
+  propertyName?: string;
 }
 
 function jsonTypeOf(value: unknown): string {
@@ -106,37 +108,41 @@ function collapseAlternatives(errors: AjvError[]): AjvError[] {
 
 /** Details of schema failures, from Ajv's errors or TypeBox's (which name `requiredProperties`). */
 export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
-  // An `if` only says that its `then` failed, which has its own error.
-  return collapseAlternatives(errors.filter((error) => error.keyword !== 'if').map(asTypeFailure)).map(
-    (error) => {
-      const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
-      const required = error.params?.requiredProperties;
-      const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
-      const key = typeof missing === 'string' ? (path ? `${path}.${missing}` : missing) : path || 'body';
-      let reason = 'invalid_value';
-      if (error.keyword === 'required') reason = 'required';
-      else if (error.keyword === 'type') reason = 'invalid_type';
-      else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
-      else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';
-      else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
-      else if (error.keyword === 'uniqueItems') reason = 'duplicate';
-      else if (
-        [
-          'maxLength',
-          'minLength',
-          'maxItems',
-          'minItems',
-          'maximum',
-          'minimum',
-          'maxProperties',
-          'minProperties',
-        ].includes(error.keyword ?? '')
-      ) {
-        reason = 'out_of_range';
-      }
-      return { key, reason, message: error.message ?? reason };
-    },
-  );
+  // An `if` only says that its `then` failed, and `propertyNames` that a name did: each failure
+  // has its own error.
+  const own = errors.filter((error) => error.keyword !== 'if' && error.keyword !== 'propertyNames');
+  return collapseAlternatives(own.map(asTypeFailure)).map((error) => {
+    const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+    const required = error.params?.requiredProperties;
+    const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
+    // A refused name is the key itself, and what is wrong is the name, not its value.
+    const named = error.propertyName;
+    const child = typeof missing === 'string' ? missing : named;
+    const key = child === undefined ? path || 'body' : path ? `${path}.${child}` : child;
+    const message = named === undefined ? error.message : `the name ${error.message ?? 'is not allowed'}`;
+    let reason = 'invalid_value';
+    if (error.keyword === 'required') reason = 'required';
+    else if (error.keyword === 'type') reason = 'invalid_type';
+    else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
+    else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';
+    else if (error.keyword === 'additionalProperties') reason = 'unknown_key';
+    else if (error.keyword === 'uniqueItems') reason = 'duplicate';
+    else if (
+      [
+        'maxLength',
+        'minLength',
+        'maxItems',
+        'minItems',
+        'maximum',
+        'minimum',
+        'maxProperties',
+        'minProperties',
+      ].includes(error.keyword ?? '')
+    ) {
+      reason = 'out_of_range';
+    }
+    return { key, reason, message: message ?? reason };
+  });
 }
 
 /**

@@ -309,7 +309,8 @@ describe.each(TEST_DATABASES)('JSON bodies are typed, text is converted, on %s',
       url: () => '/api/v1/records/bulk',
       key: apiKey,
       body: { records: [{ entity: 'lead', fields: { email: 'bulk@b.co' } }] },
-      wrong: { records: { entity: 'lead' }, 'records.0': 'x' },
+      // An entry of a wrong type is that entry's refusal (intake-bulk-s1.test.ts), not the call's.
+      wrong: { records: { entity: 'lead' } },
     },
     {
       method: 'PATCH',

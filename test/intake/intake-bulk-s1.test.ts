@@ -37,6 +37,39 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       expect(body.results[3].warnings).toEqual([{ key: 'shoe', reason: 'unmapped' }]);
     });
 
+    it('refuses an entry that is not an object, or names its entity wrongly, on its own', async () => {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            null,
+            'text',
+            [{ entity: 'lead' }],
+            { entity: 5, fields: { email: 'e5@b.co' } },
+            { fields: { email: 'e6@b.co' } },
+            { entity: 'lead', fields: { email: 'ok@b.co' } },
+          ],
+        },
+      });
+      expect(response.statusCode).toBe(200);
+      const body = response.json();
+      expect(body).toMatchObject({ accepted: 1, rejected: 5 });
+      const notAnObject = {
+        error: 'validation_failed',
+        details: [{ key: 'body', reason: 'invalid_type', message: 'must be object' }],
+      };
+      expect(body.results.slice(0, 3)).toEqual([notAnObject, notAnObject, notAnObject]);
+      expect(body.results[3].details).toEqual([
+        expect.objectContaining({ key: 'entity', reason: 'invalid_type' }),
+      ]);
+      expect(body.results[4].details).toEqual([
+        expect.objectContaining({ key: 'entity', reason: 'required' }),
+      ]);
+      expect(body.results[5]).toMatchObject({ entity: 'lead', created: true });
+    });
+
     it('logs each bulk call, S2 and S1, as one entry listing every entry; single calls stay one entry each', async () => {
       const own = await accountWithLeads(t, { modules: ['crm'] });
       const log = async () =>

@@ -269,6 +269,38 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(Number(after.n)).toBe(Number(before.n));
     });
 
+    it('refuses a name longer than 100 characters, in fields, at the top level and on PATCH', async () => {
+      const long = 'n'.repeat(101);
+      const answers = [
+        await intake({ entity: 'lead', fields: { email: 'long1@b.co', [long]: 'x' } }),
+        await intake({ entity: 'lead', fields: { email: 'long2@b.co' }, [long]: 'x' }),
+      ];
+      const created = await intake({
+        entity: 'lead',
+        fields: { email: 'long3@b.co', ['m'.repeat(100)]: 'x' },
+      });
+      expect(created.statusCode).toBe(201);
+      expect(created.json().warnings).toEqual([{ key: 'm'.repeat(100), reason: 'unmapped' }]);
+      answers.push(
+        await t.request({
+          method: 'PATCH',
+          url: `/api/v1/records/${created.json().id}`,
+          key: account.apiKey,
+          body: { fields: { [long]: 'x' } },
+        }),
+      );
+      for (const answer of answers) {
+        expect(answer.statusCode).toBe(422);
+        expect(answer.json().details).toEqual([
+          {
+            key: expect.stringMatching(/^(fields\.)?n{101}$/),
+            reason: 'out_of_range',
+            message: 'the name must NOT have more than 100 characters',
+          },
+        ]);
+      }
+    });
+
     it('answers 404 unknown_entity for an entity the account does not have', async () => {
       const response = await intake({ entity: 'house', fields: { email: 'h@b.co' } });
       expect(response.statusCode).toBe(404);

@@ -23,11 +23,13 @@ import {
 const recordBodyCheck = jsonChecker(S2RecordBodySchema);
 
 function checkBulkEntry(entry: Record<string, unknown>): void {
-  if (typeof entry.entity !== 'string' || entry.entity === '') {
-    throw validationFailed([{ key: 'entity', reason: 'required', message: 'entity is required' }]);
-  }
   const refused = recordBodyCheck(entry);
   if (refused) throw refused;
+}
+
+/** Whether a bulk entry is a JSON object at all (anything else is that entry's refusal). */
+function isEntryObject(entry: unknown): entry is Record<string, unknown> {
+  return entry !== null && typeof entry === 'object' && !Array.isArray(entry);
 }
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
@@ -84,8 +86,8 @@ function logItemOf(index: number, result: { accepted: boolean; body: unknown }):
 }
 
 /** The entity every entry names, or null when they name several (or none that can be stored). */
-function sharedEntityOf(entries: Record<string, unknown>[]): string | null {
-  const names = new Set(entries.map((entry) => entry.entity));
+function sharedEntityOf(entries: unknown[]): string | null {
+  const names = new Set(entries.map((entry) => (isEntryObject(entry) ? entry.entity : undefined)));
   const [only] = names;
   return names.size === 1 && typeof only === 'string' && only !== '' && isStorableText(only) ? only : null;
 }
@@ -152,7 +154,7 @@ export function createIntakeApi({
      */
     async bulk(
       ctx: IntakeContext,
-      body: { records: Record<string, unknown>[] },
+      body: { records: unknown[] },
       headerKey: unknown,
       entryProblems: Map<number, ValidationDetail[]> | null = null,
     ): Promise<Answer> {
@@ -178,7 +180,15 @@ export function createIntakeApi({
         // New records without their own idempotency key go in together, in one statement.
         const together: { index: number; handover: ReturnType<typeof readS2Body> }[] = [];
         for (const [index, entry] of body.records.entries()) {
-          if (results[index] || idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
+          if (results[index]) continue;
+          if (!isEntryObject(entry)) {
+            refuseEarly(
+              index,
+              validationFailed([{ key: 'body', reason: 'invalid_type', message: 'must be object' }]),
+            );
+            continue;
+          }
+          if (idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
           try {
             checkBulkEntry(entry);
             together.push({ index, handover: readS2Body(entry as S2RecordBody, ctx.modules) });
@@ -218,7 +228,8 @@ export function createIntakeApi({
           .filter(({ index }) => !results[index]);
         await mapLimited(rest, BULK_CONCURRENCY, async ({ entry, index }) => {
           try {
-            checkBulkEntry(entry);
+            // Only objects are left here: the others were refused above.
+            checkBulkEntry(entry as Record<string, unknown>);
             const answer = await recordOnce(ctx, entry as S2RecordBody, undefined, RECORD_SCOPE);
             results[index] = { accepted: answer.status < 400, body: answer.body };
           } catch (error) {

@@ -135,7 +135,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         reply,
         await intakeApi.bulk(
           contextOf(request, 'records.bulk'),
-          request.body as { records: Record<string, unknown>[] },
+          request.body as { records: unknown[] },
           request.headers['idempotency-key'],
           request.entryProblems,
         ),

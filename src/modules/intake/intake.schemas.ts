@@ -57,7 +57,12 @@ export const S2RecordBody = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
     fields: Type.Optional(
-      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 500 }),
+      // A key schema's maxLength is not applied by the validator (TypeBox writes patternProperties):
+      // propertyNames is what bounds the names.
+      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
+        maxProperties: 500,
+        propertyNames: { maxLength: 100 },
+      }),
     ),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
     documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
@@ -93,6 +98,7 @@ export const S2RecordBody = Type.Object(
   {
     additionalProperties: true,
     maxProperties: 600,
+    propertyNames: { maxLength: 100 },
     description:
       'Known keys as listed; every other top-level key is a field name (its value is read for the field type, e.g. "42" for a number).',
   },
@@ -171,7 +177,15 @@ export const IntakeResponse = Type.Object({
 });
 
 export const BulkBody = Type.Object(
-  { records: Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1, maxItems: 100 }) },
+  {
+    records: Type.Array(
+      Type.Unknown({
+        description:
+          'An entry shaped like the body of POST /api/v1/records, checked on its own: an entry that is not such an object is refused in its result and blocks no other',
+      }),
+      { minItems: 1, maxItems: 100 },
+    ),
+  },
   { additionalProperties: false },
 );
 

@@ -123,7 +123,10 @@ export const DocumentRef = Type.Object({
 export const PatchRecordBody = Type.Object(
   {
     fields: Type.Optional(
-      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 500 }),
+      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
+        maxProperties: 500,
+        propertyNames: { maxLength: 100 },
+      }),
     ),
     documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
   },
@@ -162,7 +165,10 @@ export const S1Lead = Type.Object({
 
 export const S1PatchBody = Type.Object(
   {
-    fields: Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), { maxProperties: 500 }),
+    fields: Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
+      maxProperties: 500,
+      propertyNames: { maxLength: 200 },
+    }),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
   },
   { additionalProperties: false },
