@@ -13,20 +13,16 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
   afterAll(async () => t?.close());
 
   describe('S2 bulk', () => {
+    const bulk = (records: unknown[]) =>
+      t.request({ method: 'POST', url: '/api/v1/records/bulk', key: account.apiKey, body: { records } });
+
     it('takes each entry on its own: failed entries never block the others', async () => {
-      const response = await t.request({
-        method: 'POST',
-        url: '/api/v1/records/bulk',
-        key: account.apiKey,
-        body: {
-          records: [
-            { entity: 'lead', fields: { email: 'b1@b.co' } },
-            { entity: 'nope', fields: { email: 'b2@b.co' } },
-            { entity: 'lead', fields: { interest: 'Wind' } },
-            { entity: 'lead', fields: { email: 'b4@b.co', shoe: 1 } },
-          ],
-        },
-      });
+      const response = await bulk([
+        { entity: 'lead', fields: { email: 'b1@b.co' } },
+        { entity: 'nope', fields: { email: 'b2@b.co' } },
+        { entity: 'lead', fields: { interest: 'Wind' } },
+        { entity: 'lead', fields: { email: 'b4@b.co', shoe: 1 } },
+      ]);
       expect(response.statusCode).toBe(200);
       const body = response.json();
       expect(body.accepted).toBe(2);
@@ -38,21 +34,14 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
     });
 
     it('refuses an entry that is not an object, or names its entity wrongly, on its own', async () => {
-      const response = await t.request({
-        method: 'POST',
-        url: '/api/v1/records/bulk',
-        key: account.apiKey,
-        body: {
-          records: [
-            null,
-            'text',
-            [{ entity: 'lead' }],
-            { entity: 5, fields: { email: 'e5@b.co' } },
-            { fields: { email: 'e6@b.co' } },
-            { entity: 'lead', fields: { email: 'ok@b.co' } },
-          ],
-        },
-      });
+      const response = await bulk([
+        null,
+        'text',
+        [{ entity: 'lead' }],
+        { entity: 5, fields: { email: 'e5@b.co' } },
+        { fields: { email: 'e6@b.co' } },
+        { entity: 'lead', fields: { email: 'ok@b.co' } },
+      ]);
       expect(response.statusCode).toBe(200);
       const body = response.json();
       expect(body).toMatchObject({ accepted: 1, rejected: 5 });
