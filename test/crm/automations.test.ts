@@ -209,6 +209,63 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(receiver.invalid).toEqual([]);
     });
 
+    it('a change enables a webhook the engine disabled, and rotate_secret signs with both secrets', async () => {
+      const own = await startReceiver();
+      // A 410 disables the destination at once (decisions §12).
+      own.answerNext({ status: 410 });
+      try {
+        const account = await crmAccount();
+        const created = (
+          await configure(account, {
+            name: 'Gone hook',
+            entity: 'lead',
+            stage: 'Won',
+            action: { type: 'webhook', url: own.url },
+          })
+        ).json();
+        own.verifyWith(created.secret);
+        const patch = (body: object) =>
+          t.request({
+            method: 'PATCH',
+            url: `/api/v1/settings/automations/${created.id}`,
+            key: account.apiKey,
+            body,
+          });
+        const first = await create(account, { email: 'gone1@b.co' });
+        await move(account, first, 'Won');
+        expect((await resultOf(account, first))[0]).toMatchObject({
+          type: 'automation_failed',
+          data: { reason: 'delivery_failed', error: 'http_410' },
+        });
+        // The receiver is back: any change of the automation enables its destination again.
+        const renamed = await patch({ name: 'Hook again' });
+        expect(renamed.statusCode).toBe(200);
+        expect(renamed.json().secret).toBeUndefined();
+        const second = await create(account, { email: 'gone2@b.co' });
+        await move(account, second, 'Won');
+        expect((await resultOf(account, second))[0]).toMatchObject({ type: 'automation_ran' });
+
+        const rotated = await patch({ rotate_secret: true });
+        expect(rotated.statusCode).toBe(200);
+        expect(rotated.json().secret).toMatch(/^whsec_/);
+        expect(rotated.json().secret).not.toBe(created.secret);
+        // For 24 hours each message verifies with the new secret and with the old one.
+        own.verifyWith(rotated.json().secret, created.secret);
+        const third = await create(account, { email: 'gone3@b.co' });
+        await move(account, third, 'Won');
+        expect((await resultOf(account, third))[0]).toMatchObject({ type: 'automation_ran' });
+        const last = own.received.at(-1)!;
+        expect(String(last.headers['webhook-signature']).split(' ')).toHaveLength(2);
+        expect(own.invalid).toEqual([]);
+
+        const noWebhook = await patch({ rotate_secret: true, action: { type: 'note', body: 'x' } });
+        expect(noWebhook.statusCode).toBe(422);
+        expect(noWebhook.json().details).toEqual([expect.objectContaining({ key: 'rotate_secret' })]);
+      } finally {
+        await own.close();
+      }
+    });
+
     it('records automation_failed delivery_failed only after the last retry', async () => {
       const failing = await startReceiver();
       failing.answerAlways({ status: 500 });

@@ -78,6 +78,12 @@ export const UpdateAutomationBody = Type.Object(
     stage: Type.Optional(Name),
     action: Type.Optional(AutomationAction),
     enabled: Type.Optional(Type.Boolean()),
+    rotate_secret: Type.Optional(
+      Type.Boolean({
+        description:
+          'webhook actions: a new signing secret, answered once as `secret`; for 24 hours messages carry both signatures (decisions §12)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -97,7 +103,10 @@ export const Automation = Type.Object({
 export const AutomationWithSecret = Type.Object({
   ...Automation.properties,
   secret: Type.Optional(
-    Type.String({ description: 'webhook actions: `whsec_…`, shown only when the webhook is created' }),
+    Type.String({
+      description:
+        'webhook actions: `whsec_…`, shown only when the webhook is created or its secret rotated (`rotate_secret`)',
+    }),
   ),
 });
 

@@ -236,20 +236,24 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     settings: AutomationSettings,
     checked: { stageId: string; action: StoredAction },
     previous: AutomationRow | null,
+    rotateSecret = false,
   ) {
     const { stageId, action } = checked;
     return db.transaction().execute(async (tx) => {
       let destinationId = previous?.destination_id ?? null;
       let secret: string | undefined;
       if (action.type === 'webhook' && destinationId) {
-        await outbound.updateDestination(
+        // A change enables the destination again, should the engine have disabled it (a 410, or
+        // failing for LEADS_WEBHOOK_DISABLE_AFTER_S): "re-enabled by PATCH" (decisions §12).
+        const updated = await outbound.updateDestination(
           accountId,
           AUTOMATION_WEBHOOK,
           destinationId,
-          { url: action.url! },
-          false,
+          { url: action.url!, enabled: true },
+          rotateSecret,
           tx,
         );
+        secret = updated?.secret ?? undefined;
       } else if (action.type === 'webhook') {
         const destination = await outbound.createDestination(
           accountId,
@@ -570,7 +574,12 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       return { automations: items.map(present), next_cursor: nextCursor };
     },
 
-    async update(accountId: string, id: string, changes: Partial<AutomationSettings>, modules: string[]) {
+    async update(
+      accountId: string,
+      id: string,
+      changes: Partial<AutomationSettings> & { rotate_secret?: boolean },
+      modules: string[],
+    ) {
       const row = await load(accountId, id);
       const { stage_id: _, ...storedAction } = row.config as unknown as StoredAction;
       const movedStage =
@@ -584,7 +593,21 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         action: changes.action ?? storedAction,
         enabled: changes.enabled ?? row.enabled,
       };
-      return save(accountId, id, settings, await check(accountId, settings, modules), row);
+      const checked = await check(accountId, settings, modules);
+      const rotate = changes.rotate_secret === true;
+      // A new secret is for a webhook that keeps its destination; a new webhook gets one anyway.
+      if (rotate && (checked.action.type !== 'webhook' || !row.destination_id)) {
+        throw new AppError('validation_failed', {
+          details: [
+            {
+              key: 'rotate_secret',
+              reason: 'not_allowed',
+              message: 'only a webhook action that stays a webhook has a secret to rotate',
+            },
+          ],
+        });
+      }
+      return save(accountId, id, settings, checked, row, rotate);
     },
 
     async remove(accountId: string, id: string) {
