@@ -115,11 +115,18 @@ export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
     const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
     const required = error.params?.requiredProperties;
     const missing = Array.isArray(required) ? required[0] : error.params?.missingProperty;
-    // A refused name is the key itself, and what is wrong is the name, not its value.
+    // A refused name is the key itself, and what is wrong is the name, not its value; so is a
+    // key the schema does not list.
     const named = error.propertyName;
-    const child = typeof missing === 'string' ? missing : named;
+    const unlisted = error.keyword === 'additionalProperties' ? error.params?.additionalProperty : undefined;
+    const child = typeof missing === 'string' ? missing : typeof unlisted === 'string' ? unlisted : named;
     const key = child === undefined ? path || 'body' : path ? `${path}.${child}` : child;
-    const message = named === undefined ? error.message : `the name ${error.message ?? 'is not allowed'}`;
+    const message =
+      unlisted !== undefined
+        ? 'is not a key of this object'
+        : named === undefined
+          ? error.message
+          : `the name ${error.message ?? 'is not allowed'}`;
     let reason = 'invalid_value';
     if (error.keyword === 'required') reason = 'required';
     else if (error.keyword === 'type') reason = 'invalid_type';

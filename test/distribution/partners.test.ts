@@ -204,7 +204,7 @@ describe.each(TEST_DATABASES)('distribution: partners on %s', (kind) => {
       const cases: [Record<string, unknown>, string, string][] = [
         [{}, 'name', 'required'],
         [{ name: '   ' }, 'name', 'required'],
-        [{ name: 'x', nickname: 'y' }, 'body', 'not_allowed'],
+        [{ name: 'x', nickname: 'y' }, 'nickname', 'not_allowed'],
         [{ name: 'x'.repeat(201) }, 'name', 'too_long'],
         [{ name: 'x', street: 's'.repeat(201) }, 'street', 'too_long'],
         [{ name: 'x', billing_address_differs: 'yes' }, 'billing_address_differs', 'invalid_type'],

@@ -465,7 +465,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
         [webhookBody({ currency: 'eur' }), 'currency'],
         [webhookBody({ currency: 'EURO' }), 'currency'],
         [webhookBody({ caps: { day: 0 } }), 'caps.day'],
-        [webhookBody({ caps: { week: 3 } }), 'caps'],
+        [webhookBody({ caps: { week: 3 } }), 'caps.week'],
         [webhookBody({ weight: 0 }), 'weight'],
         [
           webhookBody({ schedule: { ...schedule, time_zone: 'Mars/Olympus' } }),
@@ -488,7 +488,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
           'invalid_range',
         ],
         [webhookBody({ partner_id: undefined }), 'partner_id', 'required'],
-        [webhookBody({ secret: 'whsec_mine' }), 'body'],
+        [webhookBody({ secret: 'whsec_mine' }), 'secret'],
       ];
       const before = (await call('GET', `${SETUPS}/lead`)).json().participations.length;
       for (const [body, key, reason] of cases) {
@@ -635,7 +635,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
           '0.filter',
         ],
         [Array.from({ length: 101 }, (_, i) => ({ ...base, name: `R${i}` })), 'body'],
-        [[{ ...base, extra: true }], '0'],
+        [[{ ...base, extra: true }], '0.extra'],
       ];
       for (const [rules, key, reason] of cases) {
         const response = await call('PUT', `${SETUPS}/lead/rules`, rules);

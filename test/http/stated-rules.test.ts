@@ -155,6 +155,29 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
       ).toBe(200);
     });
 
+    it('a key the body does not list is named in the detail, on S2 and on S1', async () => {
+      const note = await call('POST', '/api/v1/notes', { record: recordId, body: 'x', extra: 1 });
+      expect(note.statusCode).toBe(422);
+      expect(note.json().details).toEqual([
+        { key: 'extra', reason: 'unknown_key', message: 'is not a key of this object' },
+      ]);
+      const nested = await call('PUT', '/api/v1/settings/entities/nested', {
+        name: 'Nested',
+        fields: [{ key: 'email', label: 'Email', type: 'text', colour: 'red' }],
+      });
+      expect(nested.json().details).toEqual([
+        expect.objectContaining({ key: 'fields.0.colour', reason: 'unknown_key' }),
+      ]);
+      const s1 = await t.request({
+        method: 'PATCH',
+        url: `/api/leads/${recordId}`,
+        key: account.apiKey,
+        body: { fields: {}, foo: 1 },
+      });
+      expect(s1.statusCode).toBe(422);
+      expect(s1.json().errors).toEqual({ foo: ['is not a key of this object'] });
+    });
+
     it('a note names its record by id or by email', async () => {
       expect(bodySchema('/api/v1/notes', 'post').anyOf).toEqual([
         { required: ['record'] },
