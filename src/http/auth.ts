@@ -221,7 +221,9 @@ export interface AuthPluginOptions {
 
 /**
  * Authenticates every route that declares `config.auth`: reads the credential, checks its kind,
- * the key's permission and the account's module, and leaves the result on `request.credential`.
+ * and leaves the result on `request.credential`. What the credential may do is checked by
+ * `authorize`, a hook of its own that app.ts registers after the rate limit's, so that a request
+ * over its account's limit is 429 whatever else it lacks (interface: Limits).
  */
 export const authPlugin = fp<AuthPluginOptions>(
   async (app: FastifyInstance, options) => {
@@ -231,27 +233,35 @@ export const authPlugin = fp<AuthPluginOptions>(
     app.addHook('onRequest', async (request) => {
       const routeAuth = request.routeOptions.config.auth;
       if (!routeAuth || routeAuth.optional) return;
-      const credential = await authenticate(request, routeAuth, options);
-      request.credential = credential;
-      if (credential.kind === 'admin') return;
-      // Before the body is read, the module and the role: a forged request learns nothing.
-      if (credential.kind === 'session') checkCsrf(request, credential);
-      if (routeAuth.module && !credential.account.modules.includes(routeAuth.module)) {
-        throw new AppError('module_not_enabled');
-      }
-      if (
-        credential.kind === 'session' &&
-        !roleAtLeast(credential.user.role, minimumRole(routeAuth, request.method))
-      ) {
-        throw new AppError('forbidden');
-      }
-      if (credential.kind === 'api_key' && routeAuth.permission) {
-        if (!credential.permissions.includes(routeAuth.permission)) throw new AppError('forbidden');
-      }
+      request.credential = await authenticate(request, routeAuth, options);
     });
   },
   { name: 'auth' },
 );
+
+/**
+ * An onRequest hook, after the rate limit's: the session's CSRF token, the account's module,
+ * the person's role and the key's permission. Before the body is read: a forged request
+ * learns nothing about it.
+ */
+export async function authorize(request: FastifyRequest): Promise<void> {
+  const routeAuth = request.routeOptions.config.auth;
+  const credential = request.credential;
+  if (!routeAuth || routeAuth.optional || !credential || credential.kind === 'admin') return;
+  if (credential.kind === 'session') checkCsrf(request, credential);
+  if (routeAuth.module && !credential.account.modules.includes(routeAuth.module)) {
+    throw new AppError('module_not_enabled');
+  }
+  if (
+    credential.kind === 'session' &&
+    !roleAtLeast(credential.user.role, minimumRole(routeAuth, request.method))
+  ) {
+    throw new AppError('forbidden');
+  }
+  if (credential.kind === 'api_key' && routeAuth.permission) {
+    if (!credential.permissions.includes(routeAuth.permission)) throw new AppError('forbidden');
+  }
+}
 
 async function authenticate(
   request: FastifyRequest,

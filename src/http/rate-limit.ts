@@ -110,14 +110,10 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
   };
 }
 
-/** Requests already metered, so that the error path below does not take a second token. */
-const metered = new WeakSet<FastifyRequest>();
-
 async function meter(limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply) {
   const credential = request.credential;
   // Operator calls and public routes have no account to meter.
-  if (!credential || credential.kind === 'admin' || metered.has(request)) return null;
-  metered.add(request);
+  if (!credential || credential.kind === 'admin') return null;
   const taken = await limiter.take(credential.account.id, credential.account.rateLimitPerMinute);
   reply.header('ratelimit-limit', String(taken.limit));
   reply.header('ratelimit-remaining', String(taken.remaining));
@@ -128,7 +124,9 @@ async function meter(limiter: RateLimiter, request: FastifyRequest, reply: Fasti
 /**
  * Meters every request that carries an account credential (API key, source token, record
  * token, signed address), on both surfaces. Registered after the auth plugin, so that its
- * onRequest hook runs once `request.credential` is known and before the body is read.
+ * onRequest hook runs once `request.credential` is known and before the body is read; and
+ * before `authorize` (app.ts), so that a request refused for a missing permission or module
+ * (403) counts too, and one over the limit is 429 before anything else is said about it.
  */
 export const rateLimitPlugin = fp<{ limiter: RateLimiter }>(
   async (app: FastifyInstance, { limiter }) => {
@@ -137,11 +135,6 @@ export const rateLimitPlugin = fp<{ limiter: RateLimiter }>(
       if (taken && !taken.allowed) {
         throw new AppError('rate_limited', { headers: { 'retry-after': String(taken.retryAfterSeconds) } });
       }
-    });
-    // The auth hook refuses a known account's request for a missing permission or module
-    // (403) before the hook above runs; that answer counts and carries the headers too.
-    app.addHook('onError', async (request, reply) => {
-      await meter(limiter, request, reply);
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },

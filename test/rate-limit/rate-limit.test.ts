@@ -183,6 +183,16 @@ describe.each(TEST_DATABASES)('the per-account rate limit on %s', (kind) => {
         '1196',
         '1195',
       ]);
+      // Over the limit, what the key or the account lacks is not told: the answer is 429.
+      await exhaust(account, 1);
+      for (const refused of [
+        await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: narrowKey.json().key }),
+        await t.request({ method: 'GET', url: '/api/v1/crm/pipelines', key: account.apiKey }),
+      ]) {
+        expect(refused.statusCode).toBe(429);
+        expect(refused.json()).toEqual({ error: 'rate_limited' });
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      }
     });
 
     it('documents a 4xx answer on every route below /api, so a 429 from any of them meets the contract', () => {
