@@ -190,6 +190,8 @@ export interface NotesTable {
   sender: Generated<string>;
   sender_name: string | null;
   idempotency_key: string | null;
+  /** A keyed API note's request, hashed (migration 0022); null for others and older notes. */
+  request_hash: Generated<string | null>;
   created_at: CreatedAt;
 }
 

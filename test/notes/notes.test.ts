@@ -75,8 +75,36 @@ describe.each(TEST_DATABASES)('notes on %s', (kind) => {
         'idempotency-key': 'n-2',
       });
       expect(viaHeaderAgain.json().id).toBe(viaHeader.json().id);
+      // The same key in the header and in the body is one key; key order in the body is no change.
+      const sameInBody = await note({ body: 'twice', idempotency_key: 'n-2', record: id });
+      expect(sameInBody.json().id).toBe(viaHeader.json().id);
       const rows = await t.db.selectFrom('notes').select('id').where('record_id', '=', id).execute();
       expect(rows).toHaveLength(2);
+    });
+
+    it('answers 422 idempotency_key_reused for the same key with another request', async () => {
+      const id = await create({ email: 'reused-note@b.co' });
+      const other = await create({ email: 'reused-other@b.co' });
+      expect((await note({ record: id, body: 'first', idempotency_key: 'n-3' })).statusCode).toBe(201);
+      for (const changed of [
+        { record: id, body: 'second' },
+        { record: other, body: 'first' },
+        { record: id, body: 'first', kind: 'call' },
+        { email: 'reused-note@b.co', body: 'first' },
+      ]) {
+        const answer = await note({ ...changed, idempotency_key: 'n-3' });
+        expect(answer.statusCode, JSON.stringify(changed)).toBe(422);
+        expect(answer.json()).toEqual({ error: 'idempotency_key_reused' });
+      }
+      // `general` is the default kind: naming it is the same request.
+      const same = await note({ record: id, body: 'first', kind: 'general', idempotency_key: 'n-3' });
+      expect(same.statusCode).toBe(200);
+      const rows = await t.db
+        .selectFrom('notes')
+        .select('id')
+        .where('record_id', 'in', [id, other])
+        .execute();
+      expect(rows).toHaveLength(1);
     });
   });
 

@@ -7,7 +7,7 @@ import { truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
-import { checkIdempotencyKey } from '../idempotency/idempotency.service.ts';
+import { checkIdempotencyKey, requestHash } from '../idempotency/idempotency.service.ts';
 import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
 
 export const NOTE_KINDS = ['general', 'call', 'email'] as const;
@@ -22,6 +22,11 @@ export interface NoteInput {
   kind?: (typeof NOTE_KINDS)[number];
   idempotencyKey?: string;
   tag?: string | null;
+}
+
+/** The hash of a keyed note's request as given: its target, kind, text and tag, not the key. */
+function noteRequestHash({ idempotencyKey: _, ...asked }: NoteInput): string {
+  return requestHash({ ...asked, kind: asked.kind ?? 'general' });
 }
 
 export interface NoteSender {
@@ -201,10 +206,17 @@ export function createNotesService({
         return { note: await addByMatch(sender, input), replayed: false };
       // A stored note is not handed to a revoked key.
       await checkKey(sender);
+      // What was asked, without the key: the same key with another request is refused.
+      const asked = input.idempotencyKey ? noteRequestHash(input) : null;
+      const replay = (existing: { request_hash: string | null } & Parameters<typeof presentNote>[0]) => {
+        if (existing.request_hash !== null && existing.request_hash !== asked)
+          throw new AppError('idempotency_key_reused');
+        return { note: presentNote(existing), replayed: true };
+      };
       if (input.idempotencyKey) {
         checkIdempotencyKey(input.idempotencyKey);
         const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);
-        if (existing) return { note: presentNote(existing), replayed: true };
+        if (existing) return replay(existing);
       }
       const recordId = await findRecord(sender.accountId, input);
       const kind = input.kind ?? 'general';
@@ -219,6 +231,7 @@ export function createNotesService({
               tag: input.tag ?? null,
               senderName: sender.keyName,
               idempotencyKey: input.idempotencyKey ?? null,
+              requestHash: asked,
             },
             noteEvent(sender, input, kind),
             tx,
@@ -246,7 +259,7 @@ export function createNotesService({
         // Two requests with one key at once: the unique index let one in; answer with its note.
         if (input.idempotencyKey && (error as { code?: string }).code === '23505') {
           const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);
-          if (existing) return { note: presentNote(existing), replayed: true };
+          if (existing) return replay(existing);
         }
         throw error;
       }

@@ -60,6 +60,8 @@ export interface NoteInput {
   tag?: string | null;
   senderName?: string | null;
   idempotencyKey?: string | null;
+  /** What a keyed note was asked with (notes.service `noteRequestHash`). */
+  requestHash?: string | null;
 }
 
 const RECORD_COLUMNS = [
@@ -487,7 +489,8 @@ export function createRecordsRepo(db: Executor) {
     },
 
     /**
-     * Stores recomputed duplicate keys. Of the records that want a unique key, one per key is
+     * Stores recomputed duplicate keys and lower-case emails (the email-role field's value that
+     * notes look records up by). Of the records that want a unique key, one per key is
      * marked unique unless another record already holds that key uniquely; the others share it
      * outside the uniqueness rule, as a record created for a new external id does. The keys are
      * cleared of their uniqueness first, so that a key moving between records never collides
@@ -497,16 +500,18 @@ export function createRecordsRepo(db: Executor) {
     async rekey(
       accountId: string,
       entityId: string,
-      rows: { id: string; dedupe_key: string | null; unique_wanted: boolean }[],
+      rows: { id: string; dedupe_key: string | null; unique_wanted: boolean; email_lc: string | null }[],
       tx: Executor,
     ): Promise<void> {
       if (rows.length === 0) return;
-      const items = sql`jsonb_to_recordset(${toJson(rows)}::jsonb) AS i(id uuid, dedupe_key text, unique_wanted boolean)`;
+      const items = sql`jsonb_to_recordset(${toJson(rows)}::jsonb)
+        AS i(id uuid, dedupe_key text, unique_wanted boolean, email_lc text)`;
       await sql`
-        UPDATE records AS r SET dedupe_key = i.dedupe_key, dedupe_unique = false
+        UPDATE records AS r SET dedupe_key = i.dedupe_key, dedupe_unique = false, email_lc = i.email_lc
         FROM ${items}
         WHERE r.account_id = ${accountId} AND r.entity_id = ${entityId} AND r.id = i.id
-          AND (r.dedupe_key IS DISTINCT FROM i.dedupe_key OR r.dedupe_unique)`.execute(tx);
+          AND (r.dedupe_key IS DISTINCT FROM i.dedupe_key OR r.dedupe_unique
+            OR r.email_lc IS DISTINCT FROM i.email_lc)`.execute(tx);
       await sql`
         UPDATE records AS r SET dedupe_unique = true
         FROM (SELECT DISTINCT ON (dedupe_key) id, dedupe_key FROM ${items}
@@ -723,9 +728,9 @@ export function createRecordsRepo(db: Executor) {
     ) {
       const result = await sql<{ id: string; record_id: string; kind: string; created_at: Date }>`
         WITH note AS (
-          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name, idempotency_key)
+          INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name, idempotency_key, request_hash)
           VALUES (${accountId}, ${timeOrderedId()}, ${note.recordId}, ${note.kind}, ${note.body}, ${note.tag ?? null},
-            ${note.senderName ?? null}, ${note.idempotencyKey ?? null})
+            ${note.senderName ?? null}, ${note.idempotencyKey ?? null}, ${note.requestHash ?? null})
           RETURNING id, record_id, kind, created_at
         ), added AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
@@ -1082,7 +1087,7 @@ export function createRecordsReadRepo(db: Executor) {
     findNoteByIdempotencyKey(accountId: string, key: string, tx: Executor = db) {
       return tx
         .selectFrom('notes')
-        .select(['id', 'record_id', 'kind', 'body', 'created_at'])
+        .select(['id', 'record_id', 'kind', 'body', 'created_at', 'request_hash'])
         .where('account_id', '=', accountId)
         .where('idempotency_key', '=', key)
         .modifyEnd(PREPARED)
