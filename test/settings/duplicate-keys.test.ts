@@ -139,6 +139,39 @@ describe.each(TEST_DATABASES)('duplicate keys follow a changed duplicate rule on
       expect((await storedKeys(t, account)).get(id)).toEqual({ key: null, unique: false });
     }, 60_000);
 
+    it('stores the email anew when the email role moves, so that notes find records by the new field', async () => {
+      const account = await accountWithLeads(t);
+      const withWorkEmail = (emailRole: 'email' | 'work_email') => ({
+        ...LEAD_ENTITY,
+        fields: [
+          ...LEAD_ENTITY.fields.map((field) =>
+            field.key === 'email' ? { ...field, role: emailRole === 'email' ? 'email' : null } : field,
+          ),
+          {
+            key: 'work_email',
+            label: 'Work email',
+            type: 'text',
+            format: 'email',
+            role: emailRole === 'work_email' ? 'email' : null,
+          },
+        ],
+        duplicate_rule: null,
+      });
+      const put = (body: object) =>
+        t.request({ method: 'PUT', url: '/api/v1/settings/entities/lead', key: account.apiKey, body });
+      expect((await put(withWorkEmail('email'))).statusCode).toBe(200);
+      const id = (await intake(t, account, { email: 'Home@dk.test', work_email: 'Work@dk.test' })).json().id;
+      const note = (email: string) =>
+        t.request({ method: 'POST', url: '/api/v1/notes', key: account.apiKey, body: { email, body: 'hi' } });
+      expect((await note('work@dk.test')).statusCode).toBe(404);
+
+      const moved = await put(withWorkEmail('work_email'));
+      expect(moved.json().duplicate_keys).toMatchObject({ status: 'recomputing', total: 1 });
+      await waitUntilCurrent(t, account);
+      expect((await note('work@dk.test')).json()).toMatchObject({ record_id: id });
+      expect((await note('home@dk.test')).statusCode).toBe(404);
+    }, 60_000);
+
     it('needs no recompute when the rule stays the same or the entity has no records', async () => {
       const account = await accountWithLeads(t, { duplicateRule: EMAIL_RULE });
       const unchanged = await putRule(t, account, EMAIL_RULE);

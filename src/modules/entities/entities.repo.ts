@@ -95,10 +95,15 @@ export function createEntitiesRepo(db: Executor) {
       accountId: string,
       input: EntityInput,
       tx: Executor,
-    ): Promise<{ id: string; created: boolean; previousRule: DuplicateRule | null }> {
+    ): Promise<{
+      id: string;
+      created: boolean;
+      previousRule: DuplicateRule | null;
+      previousEmailField: string | null;
+    }> {
       const existing = await tx
         .selectFrom('entities')
-        .select(['id', 'duplicate_rule'])
+        .select(['id', 'duplicate_rule', 'fields'])
         .where('account_id', '=', accountId)
         .where('key', '=', input.key)
         .forUpdate()
@@ -178,6 +183,7 @@ export function createEntitiesRepo(db: Executor) {
         id: entityId,
         created: !existing,
         previousRule: (existing?.duplicate_rule as DuplicateRule | null | undefined) ?? null,
+        previousEmailField: existing ? emailFieldOf(existing.fields as FieldDef[]) : null,
       };
     },
 
@@ -211,6 +217,7 @@ export function createEntitiesRepo(db: Executor) {
         .selectFrom('entities')
         .select([
           'duplicate_rule',
+          'fields',
           'dedupe_rule_version',
           'dedupe_recomputing',
           'dedupe_recompute_cursor',
@@ -223,6 +230,7 @@ export function createEntitiesRepo(db: Executor) {
       if (!row) return undefined;
       return {
         rule: (row.duplicate_rule as DuplicateRule | null) ?? null,
+        fields: row.fields as FieldDef[],
         version: row.dedupe_rule_version,
         recomputing: row.dedupe_recomputing,
         cursor: row.dedupe_recompute_cursor,
@@ -296,3 +304,8 @@ async function saveStages(
 }
 
 export type EntitiesRepo = ReturnType<typeof createEntitiesRepo>;
+
+/** The key of the field with the email role, which notes look records up by (decisions §3). */
+export function emailFieldOf(fields: readonly { key: string; role?: string | null }[]): string | null {
+  return fields.find((field) => field.role === 'email')?.key ?? null;
+}

@@ -4,7 +4,7 @@ import type { Db, Executor, Tx } from '../../db/types.ts';
 import { AppError, notFound, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
-import { dedupeKeyIsUnique, dedupeKeyOf, dedupeLockOf } from '../records/field-values.ts';
+import { dedupeKeyIsUnique, dedupeKeyOf, dedupeLockOf, emailOf } from '../records/field-values.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import { recomputeDuplicateKeysJob } from './entities.jobs.ts';
 import {
@@ -19,7 +19,7 @@ import {
   ROLES,
   type Role,
 } from './entities.model.ts';
-import type { EntitiesRepo } from './entities.repo.ts';
+import { type EntitiesRepo, emailFieldOf } from './entities.repo.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
 const CACHE_TTL_MS = 2_000;
@@ -317,7 +317,13 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
           },
           tx,
         );
-        if (!saved.created && !isDeepStrictEqual(saved.previousRule, checked.duplicateRule)) {
+        // The stored keys follow the rule, and the stored lower-case email (what notes look records
+        // up by) the field with the email role: either change recomputes both.
+        if (
+          !saved.created &&
+          (!isDeepStrictEqual(saved.previousRule, checked.duplicateRule) ||
+            saved.previousEmailField !== emailFieldOf(checked.fields))
+        ) {
           await restartDuplicateKeys(accountId, saved.id, tx);
         }
         // Read through the transaction: on the embedded database it holds the only connection.
@@ -389,6 +395,7 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
               id: record.id,
               dedupe_key: dedupeKey,
               unique_wanted: dedupeKeyIsUnique({ duplicateRule: state.rule }, dedupeKey),
+              email_lc: emailOf({ fields: state.fields }, record.fields as Record<string, unknown>),
             };
           });
           // Intake's locked path takes these locks too: a key is made unique by one side at a time.

@@ -278,7 +278,7 @@ export function displayName(entity: EntityDef, values: Record<string, unknown>):
   return truncate(person || byRole('company') || byRole('email'), 300);
 }
 
-export function emailOf(entity: EntityDef, values: Record<string, unknown>): string | null {
+export function emailOf(entity: Pick<EntityDef, 'fields'>, values: Record<string, unknown>): string | null {
   const field = entity.fields.find((f) => f.role === 'email');
   const value = field ? values[field.key] : undefined;
   return typeof value === 'string' && value.trim() !== '' ? value.trim().toLowerCase() : null;
