@@ -95,6 +95,29 @@ describe.each(TEST_DATABASES)('distribution triggers and security on %s', (kind)
       expect(s.one.receiver.received).toHaveLength(1);
     });
 
+    it('makes a repeat sent while the first waits for its deliveries wait for the first answer', async () => {
+      const s = await setup();
+      // The cheapest partner answers after 1.5 s: the first call waits for it (decisions §8).
+      s.two.receiver.answerNext({ status: 200, delayMs: 1_500 });
+      const send = () =>
+        w.t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: s.account.apiKey,
+          headers: { 'idempotency-key': 'node-waits' },
+          body: { entity: 'lead', fields: { email: 'waits@lead.test' }, distribution: {} },
+        });
+      const first = send();
+      // The repeat comes once the first has committed its record and is waiting for the delivery.
+      await waitFor(() => s.two.receiver.received.length === 1);
+      const repeat = await send();
+      const answer = await first;
+      expect(answer.json().distribution.partner).toEqual([expect.objectContaining({ status: 'delivered' })]);
+      expect(repeat.headers['idempotent-replayed']).toBe('true');
+      expect(repeat.json()).toEqual(answer.json());
+      expect(s.two.receiver.received).toHaveLength(1);
+    });
+
     it('distributes bulk entries and source-token intake, and warns without a distribution or module', async () => {
       const s = await setup();
       const bulk = await w.t.request({

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestHash } from '../../src/modules/idempotency/idempotency.service.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
@@ -158,6 +159,31 @@ describe.each(TEST_DATABASES)('idempotent intake, grouped, on %s', (kind) => {
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.json()).toEqual(refused.json());
       expect(await recordCount(account)).toBe(0);
+    });
+
+    it('answers with a settling answer whose process died, and never runs its work again', async () => {
+      const account = await accountWithLeads(t);
+      const body = lead('settled@x.test');
+      // As an intake with a distribution node leaves it when its process dies in the wait for the
+      // first deliveries: the record written, the answer stored while settling, the lease run out.
+      const stored = {
+        id: '00000000-0000-4000-8000-00000000d1ed',
+        entity: 'lead',
+        created: true,
+        updated: false,
+        warnings: [],
+      };
+      await rows(sql`
+        INSERT INTO idempotency_keys (account_id, scope, key, request_hash, state, status_code, response,
+          lease_until, expires_at)
+        VALUES (${account.id}, 'POST /api/v1/records', 'died', ${requestHash(body)}, 'settling', 201,
+          ${JSON.stringify(stored)}::jsonb, now() - interval '1 second', now() + interval '1 hour')`);
+      const repeat = await post(account.apiKey, body, 'died');
+      expect(repeat.statusCode).toBe(201);
+      expect(repeat.headers['idempotent-replayed']).toBe('true');
+      expect(repeat.json()).toEqual(stored);
+      expect(await recordCount(account)).toBe(0);
+      expect((await post(account.apiKey, lead('other@x.test'), 'died')).statusCode).toBe(422);
     });
   });
 

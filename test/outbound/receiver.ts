@@ -10,7 +10,14 @@ export interface Received {
 }
 
 /** How the receiver answers one request: a status (with headers and body), or no answer at all. */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+export type Answer =
+  | {
+      status: number;
+      headers?: Record<string, string>;
+      body?: string /** answered this much later */;
+      delayMs?: number;
+    }
+  | 'hang';
 
 /**
  * A webhook receiver on 127.0.0.1, as a user would run one: every request's signature is
@@ -56,7 +63,9 @@ export async function startReceiver(port = 0) {
         hanging.add(response);
         return;
       }
-      response.writeHead(answer.status, answer.headers).end(answer.body ?? '');
+      const respond = () => response.writeHead(answer.status, answer.headers).end(answer.body ?? '');
+      if (answer.delayMs) setTimeout(respond, answer.delayMs);
+      else respond();
     });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));

@@ -94,21 +94,27 @@ export function createIdempotencyRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('scope', '=', ref.scope)
         .where('key', '=', ref.key)
-        .where('state', '=', 'running')
+        .where('state', 'in', ['running', 'settling'])
         .execute();
     },
 
-    /** Stores the answer; in the caller's transaction when the answer comes with a write. */
+    /**
+     * Stores the answer; in the caller's transaction when the answer comes with a write.
+     * `settling`: the work is written and this answer stands should its process die, but a
+     * final one follows (an intake's distribution, once its first attempts were made), which
+     * repeats wait for while the lease is renewed.
+     */
     async complete(
       accountId: string,
       ref: IdempotencyRef,
       statusCode: number,
       body: unknown,
       tx: Executor = db,
+      state: 'done' | 'settling' = 'done',
     ) {
       await tx
         .updateTable('idempotency_keys')
-        .set({ state: 'done', status_code: statusCode, response: toJson(body) })
+        .set({ state, status_code: statusCode, response: toJson(body) })
         .where('account_id', '=', accountId)
         .where('scope', '=', ref.scope)
         .where('key', '=', ref.key)

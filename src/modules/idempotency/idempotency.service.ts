@@ -30,7 +30,12 @@ export interface IdempotentResult extends StoredAnswer {
  */
 export interface StoreAnswer {
   ref: IdempotencyRef;
-  save(tx: Executor, answer: StoredAnswer): Promise<void>;
+  /**
+   * Stores the answer in `tx`. `settling`: the work is committed with it, but a final answer
+   * follows with another `save`; repeats meanwhile wait for that one (the interface: the second
+   * waits for the first's answer), unless this process dies first: then this answer stands.
+   */
+  save(tx: Executor, answer: StoredAnswer, settling?: boolean): Promise<void>;
   saved(): void;
 }
 
@@ -89,11 +94,13 @@ export function createIdempotencyService({
         if (await repo.claim(accountId, ref, hash, LEASE_SECONDS, TTL_HOURS)) return 'claim';
         continue;
       }
-      if (row.state === 'done' && !row.expired) {
+      // A settling answer whose process died (its lease ran out) is the answer: its work is written.
+      const answered = row.state === 'done' || (row.state === 'settling' && row.lease_expired);
+      if (answered && !row.expired) {
         if (row.request_hash !== hash) throw new AppError('idempotency_key_reused');
         return { status: row.status_code ?? 200, body: row.response, replayed: true };
       }
-      if (row.request_hash !== hash && row.state === 'running' && !row.lease_expired) {
+      if (row.request_hash !== hash && row.state !== 'done' && !row.lease_expired) {
         throw new AppError('idempotency_key_reused');
       }
       if (row.lease_expired || row.expired) {
@@ -149,11 +156,14 @@ export function createIdempotencyService({
       }
 
       let stored = false;
+      // The answer stored as settling, until a final one replaces it.
+      let settled: StoredAnswer | null = null;
       const store: StoreAnswer = {
         ref,
-        async save(tx, answer) {
-          await repo.complete(accountId, ref, answer.status, answer.body, tx);
+        async save(tx, answer, settling = false) {
+          await repo.complete(accountId, ref, answer.status, answer.body, tx, settling ? 'settling' : 'done');
           stored = true;
+          settled = settling ? answer : null;
         },
         saved() {
           stored = true;
@@ -178,6 +188,9 @@ export function createIdempotencyService({
           return { status: error.status, body, replayed: false };
         }
         if (!stored) await repo.release(accountId, ref).catch(() => {});
+        // The work is written: what was stored while settling is the answer from now on.
+        const standing = settled as StoredAnswer | null;
+        if (standing) await repo.complete(accountId, ref, standing.status, standing.body).catch(() => {});
         throw error;
       } finally {
         clearInterval(renew);

@@ -881,7 +881,8 @@ export function createIntakeService({
             if (!ctx.loggedByCall) {
               await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
             }
-            if (store) await store.save(tx, { status, body });
+            // With deliveries to wait for, the final answer comes after them: repeats wait.
+            if (store) await store.save(tx, { status, body }, run !== null && distribution !== undefined);
             return { status, body, outcome, run };
           });
         // A concurrent handover may create the same record between our look-up and our insert;
