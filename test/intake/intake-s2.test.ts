@@ -195,6 +195,44 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(read.json().crm.stage).toBe('New');
     });
 
+    it('ignores such a node whatever it holds, alone, in bulk and through a source token', async () => {
+      const malformed = { crm: { pipeline: 5 }, booking: 'junk', distribution: null };
+      const expected = [
+        { key: 'crm', reason: 'module_not_enabled', message: 'the crm module is not enabled' },
+        { key: 'booking', reason: 'module_not_enabled', message: 'the booking module is not enabled' },
+        {
+          key: 'distribution',
+          reason: 'module_not_enabled',
+          message: 'the distribution module is not enabled',
+        },
+      ];
+      const alone = await intake({ entity: 'lead', fields: { email: 'junk1@b.co' }, ...malformed });
+      expect(alone.statusCode).toBe(201);
+      expect(alone.json().warnings).toEqual(expected);
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: { records: [{ entity: 'lead', fields: { email: 'junk2@b.co' }, ...malformed }] },
+      });
+      expect(bulk.json().results[0]).toMatchObject({ created: true, warnings: expected });
+      const source = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: account.apiKey,
+          body: { name: 'Junk form' },
+        })
+      ).json();
+      const viaToken = await t.request({
+        method: 'POST',
+        url: `/api/v1/in/${source.token}`,
+        body: { entity: 'lead', fields: { email: 'junk3@b.co' }, ...malformed },
+      });
+      expect(viaToken.statusCode).toBe(201);
+      expect(viaToken.json().warnings).toEqual(expected);
+    });
+
     it('acts on the booking and distribution nodes of an account with the modules', async () => {
       const booked = await accountWithLeads(t, { modules: ['crm', 'booking', 'distribution'] });
       const response = await intake(

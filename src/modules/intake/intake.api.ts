@@ -4,7 +4,13 @@ import { jsonChecker } from '../../http/validation.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import { isStorableText } from '../../lib/text.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
-import { idempotencyKeyOf, readS1Lead, readS2Body, type S2RecordBody } from './intake.handover.ts';
+import {
+  idempotencyKeyOf,
+  readS1Lead,
+  readS2Body,
+  type S2RecordBody,
+  setAsideModuleNodes,
+} from './intake.handover.ts';
 import type { BulkLogItem } from './intake.repo.ts';
 import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import {
@@ -188,6 +194,8 @@ export function createIntakeApi({
             );
             continue;
           }
+          // Before the entry's schema check, as for a single record (intake.routes.ts).
+          setAsideModuleNodes(entry, ctx.modules);
           if (idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
           try {
             checkBulkEntry(entry);

@@ -32,6 +32,27 @@ const MODULE_NODES = [
   ['distribution', 'distribution'],
 ] as const;
 
+/** The module nodes taken out of a body by `setAsideModuleNodes`, by body. */
+const setAside = new WeakMap<object, string[]>();
+
+/**
+ * Takes the nodes of modules the account lacks out of an S2 record body before its schema is
+ * checked: such a node is ignored with a warning whatever it holds (interface: "ignored and
+ * reported as a warning rather than rejecting the request"), so a malformed one must not refuse
+ * the body either. `readS2Body` still warns of each.
+ */
+export function setAsideModuleNodes(body: unknown, modules: readonly string[]): void {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+  const names: string[] = [];
+  for (const [node, module] of MODULE_NODES) {
+    if (!modules.includes(module) && Object.hasOwn(body, node)) {
+      delete (body as Record<string, unknown>)[node];
+      names.push(node);
+    }
+  }
+  if (names.length > 0) setAside.set(body, names);
+}
+
 export interface S2RecordBody {
   entity: string;
   fields?: Record<string, unknown>;
@@ -119,7 +140,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   const externalId = metaString(meta, 'external_id', 255, problems);
 
   for (const [node, module] of MODULE_NODES) {
-    if (body[node] === undefined) continue;
+    if (body[node] === undefined && !setAside.get(body)?.includes(node)) continue;
     if (!modules.includes(module)) {
       warnings.push({
         key: node,

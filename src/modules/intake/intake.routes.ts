@@ -8,6 +8,7 @@ import { requireBody } from '../../http/validation.ts';
 import { webFormHandlers } from '../web-forms/web-forms.http.ts';
 import type { WebFormsService } from '../web-forms/web-forms.service.ts';
 import type { Answer, IntakeApi } from './intake.api.ts';
+import { setAsideModuleNodes } from './intake.handover.ts';
 import {
   BulkBody,
   BulkResponse,
@@ -28,6 +29,11 @@ const recordsWrite = { accept: ['api_key' as const], permission: 'records:write'
 /** Single-record intake checks a remembered key in its own statement (one round trip). */
 const recordsWriteRemembered = { ...recordsWrite, rememberedKey: true };
 const tags = ['Intake'];
+
+/** Before the schema: nodes of modules the account lacks are ignored with a warning (interface). */
+async function setAsideLackingModules(request: FastifyRequest): Promise<void> {
+  setAsideModuleNodes(request.body, credentialOf(request).account.modules);
+}
 
 function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
   const credential = credentialOf(request);
@@ -69,6 +75,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     '/api/v1/records',
     {
       config: { auth: recordsWriteRemembered },
+      preValidation: setAsideLackingModules,
       schema: {
         tags,
         operationId: 'createRecord',
@@ -99,7 +106,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         webForm: true,
       },
       onRequest: webForm.admit,
-      preValidation: [requireBody, webForm.catchSpam],
+      preValidation: [requireBody, webForm.catchSpam, setAsideLackingModules],
       schema: {
         tags,
         operationId: 'createRecordWithSourceToken',
