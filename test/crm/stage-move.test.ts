@@ -265,6 +265,44 @@ describe.each(TEST_DATABASES)('CRM stage moves on %s', (kind) => {
       ]);
     });
 
+    it('S1 names no pipeline: the stage name finds it, the record’s own first, else the only one', async () => {
+      await putEntity(t, account, 'case', {
+        name: 'Case',
+        fields: [{ key: 'email', label: 'Email', type: 'text', role: 'email' }],
+        pipelines: [
+          { name: 'Sales', stages: ['Open', 'Closed'] },
+          { name: 'Support', stages: ['Triage', 'Closed'] },
+          { name: 'Partners', stages: ['Open', 'Signed'] },
+        ],
+      });
+      const id = await create('case');
+      const status = (status_step: string) =>
+        t.request({
+          method: 'PATCH',
+          url: `/api/leads/${id}/status`,
+          key: account.apiKey,
+          body: { status_step },
+        });
+      const placed = async () =>
+        (await t.request({ method: 'GET', url: `/api/v1/records/${id}`, key: account.apiKey })).json().crm;
+      // In Sales/Open: Closed is in Sales and Support, and Sales is the record's own.
+      expect((await status('Closed')).json()).toMatchObject({ status: 'success', new_status: 'Closed' });
+      expect(await placed()).toMatchObject({ pipeline: 'Sales', stage: 'Closed' });
+      expect((await status('Triage')).statusCode).toBe(200);
+      expect(await placed()).toMatchObject({ pipeline: 'Support', stage: 'Triage' });
+      expect((await status('Closed')).statusCode).toBe(200);
+      expect(await placed()).toMatchObject({ pipeline: 'Support', stage: 'Closed' });
+      // Open is in Sales and in Partners, neither the record's own: which one is not guessed.
+      const ambiguous = await status('Open');
+      expect(ambiguous.statusCode).toBe(422);
+      expect(ambiguous.json().errors).toEqual({ pipeline: [expect.any(String)] });
+      expect((await status('Nowhere')).json().errors).toEqual({ status_step: [expect.any(String)] });
+      // S2 keeps the interface's rule: with several pipelines, the move names one.
+      expect((await move(id, { stage: 'Triage' })).json().details).toEqual([
+        expect.objectContaining({ key: 'pipeline', reason: 'pipeline_required' }),
+      ]);
+    });
+
     it('refuses a missing stage, and answers 404 for an unknown record', async () => {
       const id = await create();
       expect((await move(id, {})).statusCode).toBe(422);

@@ -88,7 +88,8 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; c
       const move = await crm.moveStage(
         moveContext(request),
         request.params.id,
-        { stage, pipeline },
+        // The interface's status change names no pipeline: the stage name finds it.
+        { stage, pipeline, pipelineFromStage: true },
         'status_step',
       );
       return { status: 'success' as const, lead_id: move.id, new_status: move.crm.stage };

@@ -5,7 +5,7 @@ import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { recordEventData } from '../records/record-webhooks.ts';
 import type { CrmRepo } from './crm.repo.ts';
-import { resolveStage, type StageTarget } from './crm.stages.ts';
+import { pipelineOfStage, resolveStage, type StageTarget } from './crm.stages.ts';
 
 /** Who moves a stage: written into the history as the actor (see records history). */
 export interface MoveContext {
@@ -57,7 +57,19 @@ export function createCrmService({ db, entities, repo, outbound, afterMove }: Cr
     if (!row) throw new AppError('not_found', { message: 'Record not found' });
     const entity = await entities.find(ctx.accountId, row.entity_id, tx);
     if (!entity) throw new AppError('not_found', { message: 'Record not found' });
-    const placement = resolveStage(entity, target);
+    let named = target;
+    if (target.pipelineFromStage && !target.pipeline && entity.pipelines.length > 1) {
+      const pipeline = pipelineOfStage(entity, target.stage, row.pipeline_name);
+      if (pipeline === null) {
+        throw new AppError('validation_failed', {
+          details: [
+            { key: stageKey, reason: 'not_allowed', message: `no stage ${target.stage} on ${entity.key}` },
+          ],
+        });
+      }
+      named = { ...target, pipeline };
+    }
+    const placement = resolveStage(entity, named);
     if ('reason' in placement) {
       const key = placement.key === 'stage' ? stageKey : placement.key;
       throw new AppError('validation_failed', { details: [{ ...placement, key }] });

@@ -5,6 +5,29 @@ import type { EntityDef, PipelineDef, StageDef } from '../entities/entities.mode
 export interface StageTarget {
   stage: string;
   pipeline?: string | null;
+  /**
+   * No pipeline named, the entity has several: the record's own pipeline when it has the stage,
+   * else the one pipeline that has it (S1's status change, whose interface names no pipeline).
+   */
+  pipelineFromStage?: boolean;
+}
+
+/**
+ * The pipeline a stage name points to when none is named (`pipelineFromStage`): the current one
+ * if it has the stage, else the only one that has it. Undefined when several others have it
+ * (`resolveStage` then asks for a pipeline), null when none has it.
+ */
+export function pipelineOfStage(
+  entity: EntityDef,
+  stage: string,
+  currentPipeline: string | null,
+): string | null | undefined {
+  const having = entity.pipelines.filter((p) =>
+    p.stages.some((s) => s.name === stage || s.id === stage.toLowerCase()),
+  );
+  if (having.length === 0) return null;
+  if (currentPipeline !== null && having.some((p) => p.name === currentPipeline)) return currentPipeline;
+  return having.length === 1 ? having[0]!.name : undefined;
 }
 
 export interface Placement {
