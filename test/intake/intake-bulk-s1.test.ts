@@ -277,6 +277,62 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       );
     });
 
+    it('takes notes with tags and viewers from a form in bracket spellings', async () => {
+      const own = await accountWithLeads(t);
+      for (const email of ['ann@br.co', 'ben@br.co']) {
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/users',
+          key: own.apiKey,
+          body: { email, name: email },
+        });
+      }
+      const post = (payload: string) =>
+        t.request({
+          method: 'POST',
+          url: '/api/intake',
+          key: own.apiKey,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: `entity=lead&email=br%40b.co&${payload}`,
+        });
+      const form = await post(
+        [
+          'notes[1][text]=second',
+          'notes[1][tag]=fair',
+          'notes[0][text]=first',
+          'notes[]=plain',
+          'viewers[]=ann%40br.co',
+          'viewers[]=ben%40br.co',
+        ].join('&'),
+      );
+      expect(form.statusCode).toBe(200);
+      const id = form.json().lead_id;
+      const notes = await t.db
+        .selectFrom('notes')
+        .select(['body', 'tag'])
+        .where('record_id', '=', id)
+        .orderBy('created_at')
+        .execute();
+      expect(notes.map((note) => [note.body, note.tag]).sort()).toEqual([
+        ['first', null],
+        ['plain', null],
+        ['second', 'fair'],
+      ]);
+      const record = await t.db
+        .selectFrom('records')
+        .select('viewer_ids')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect(record.viewer_ids).toHaveLength(2);
+      // They are checked like their JSON spellings: an unknown viewer, an overlong tag.
+      expect((await post('viewers[]=ghost%40br.co')).json().errors).toEqual({
+        viewers: [expect.any(String)],
+      });
+      expect((await post(`notes[0][text]=x&notes[0][tag]=${'t'.repeat(101)}`)).json().errors).toEqual({
+        'notes[0][tag]': [expect.any(String)],
+      });
+    });
+
     it('resolves assignee and viewers by uuid or email, notes with tags and the status of a pipeline', async () => {
       const user = (
         await t.request({

@@ -257,16 +257,69 @@ function readS1Notes(body: Record<string, unknown>, problems: ValidationDetail[]
   return notes;
 }
 
+/** `notes[]`, `notes[2]`, `notes[2][text]`, `notes[2][tag]`, `viewers[]`, `viewers[0]`. */
+const S1_BRACKET_KEY = /^(notes|viewers)\[(\d{0,3})\](?:\[(text|tag)\])?$/;
+
+/**
+ * The list parameters of a form in the bracket spellings form libraries write (a form has no
+ * other way to send a note's tag): gathered into `notes` and `viewers` after the plain ones, in
+ * index order (`x[]` after the indexed ones, as sent), and bounded as the JSON spellings are
+ * (the schema saw only flat names).
+ */
+function gatherBracketLists(body: Record<string, unknown>, problems: ValidationDetail[]) {
+  type Piece = { list: 'notes' | 'viewers'; at: number; seq: number; part?: 'text' | 'tag'; item: unknown };
+  const pieces: Piece[] = [];
+  for (const [key, value] of ownEntries(body)) {
+    const match = S1_BRACKET_KEY.exec(key);
+    if (!match) continue;
+    const list = match[1] as Piece['list'];
+    const part = match[3] as Piece['part'];
+    const limit = part === 'tag' ? 100 : 10_000;
+    for (const item of asList(value)) {
+      if (list === 'notes' && typeof item === 'string' && item.length > limit)
+        problems.push({ key, reason: 'too_long', message: `at most ${limit} characters` });
+      const at = match[2] === '' ? Number.POSITIVE_INFINITY : Number(match[2]);
+      pieces.push({ list, at, seq: pieces.length, part, item });
+    }
+  }
+  if (pieces.length === 0) return body;
+  // Appended pieces (at infinity) compare as NaN among themselves: then the order sent decides.
+  pieces.sort((a, b) => a.at - b.at || a.seq - b.seq);
+  const notes: unknown[] = [];
+  const noteAt = new Map<number, Record<string, unknown>>();
+  for (const piece of pieces) {
+    if (piece.list !== 'notes') continue;
+    if (piece.part === undefined) {
+      notes.push(piece.item);
+      continue;
+    }
+    let note = Number.isFinite(piece.at) ? noteAt.get(piece.at) : undefined;
+    if (!note) {
+      note = {};
+      noteAt.set(piece.at, note);
+      notes.push(note);
+    }
+    note[piece.part] = piece.item;
+  }
+  const viewers = pieces.filter((piece) => piece.list === 'viewers').map((piece) => piece.item);
+  return {
+    ...body,
+    notes: [...asList(body.notes), ...notes],
+    viewers: [...asList(body.viewers), ...viewers],
+  };
+}
+
 /**
  * Reads a flat S1 lead (POST /api/intake body, or one S1 bulk item). `status:<pipeline>` keys
  * place the lead in a stage and need the CRM module (decisions §7).
  */
 export function readS1Lead(
-  body: Record<string, unknown>,
+  given: Record<string, unknown>,
   modules: string[],
   defaults: { entity?: string; source?: string | null } = {},
 ): Handover {
   const problems: ValidationDetail[] = [];
+  const body = gatherBracketLists(given, problems);
   const entity = body.entity ?? body.lead_object ?? defaults.entity;
   if (typeof entity !== 'string' || entity.trim() === '') {
     problems.push({ key: 'entity', reason: 'required', message: 'entity (or lead_object) is required' });
@@ -274,7 +327,7 @@ export function readS1Lead(
   let crm: Handover['crm'] = null;
   const submitted: [string, unknown][] = [];
   for (const [key, value] of ownEntries(body)) {
-    if (S1_RESERVED_KEYS.has(key)) continue;
+    if (S1_RESERVED_KEYS.has(key) || S1_BRACKET_KEY.test(key)) continue;
     if (key.toLowerCase().startsWith('status:')) {
       if (!modules.includes('crm')) throw new AppError('module_not_enabled');
       const pipeline = key.slice('status:'.length).trim();
