@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads } from '../helpers/fixtures.ts';
+import { accountWithLeads, LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
 import { type Receiver, startReceiver, waitFor } from '../outbound/receiver.ts';
 import { type SmtpServer, startSmtpServer } from '../outbound/smtp-server.ts';
 
@@ -336,12 +336,20 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
 
     it('records no_recipient when the address field is empty', async () => {
       const account = await crmAccount();
-      await configure(account, {
-        name: 'Mail the company',
+      await putEntity(t, account, 'lead', {
+        ...LEAD_ENTITY,
+        fields: [
+          ...LEAD_ENTITY.fields,
+          { key: 'office_email', label: 'Office', type: 'text', format: 'email' },
+        ],
+      });
+      const configured = await configure(account, {
+        name: 'Mail the office',
         entity: 'lead',
         stage: 'Won',
-        action: { type: 'email', to: '{{company}}', subject: 'Hi', body: 'Hi' },
+        action: { type: 'email', to: '{{office_email}}', subject: 'Hi', body: 'Hi' },
       });
+      expect(configured.statusCode).toBe(201);
       const id = await create(account, { email: 'nobody@b.co' });
       await move(account, id, 'Won');
       const [failed] = await resultOf(account, id);
@@ -448,6 +456,12 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
           { ...base, action: { type: 'email', to: '{{nick}}', subject: 's', body: 'b' } },
           'action.to',
           'unknown_field',
+        ],
+        [
+          // A field that holds no email address: refused now, not found out at run time.
+          { ...base, action: { type: 'email', to: '{{company}}', subject: 's', body: 'b' } },
+          'action.to',
+          'not_allowed',
         ],
         [
           { ...base, action: { type: 'email', to: 'a@b.co', subject: 's', body: '{{record_token}}' } },

@@ -131,11 +131,19 @@ function checkAction(
     if (to !== undefined) {
       const variables = variablesOf(to);
       if (variables.length > 0) {
-        if (variables.length !== 1 || !entity.fields.some((f) => f.key === variables[0])) {
+        const field = variables.length === 1 ? entity.fields.find((f) => f.key === variables[0]) : undefined;
+        if (!field) {
           problems.push({
             key: 'action.to',
             reason: 'unknown_field',
             message: '`to` names one field as {{field}}',
+          });
+        } else if (field.format !== 'email' && field.role !== 'email') {
+          // Decisions §7: `{{field}}` names an email field; another is refused now, not at run time.
+          problems.push({
+            key: 'action.to',
+            reason: 'not_allowed',
+            message: `${field.key} holds no email address: name a field with the email format or role`,
           });
         }
       } else if (!EMAIL.test(to)) {
