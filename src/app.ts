@@ -14,7 +14,12 @@ import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
 import { lazySerializerFactory } from './http/serialization.ts';
-import { refuseUnlistedForm, settleBody, typedValidatorFactory } from './http/validation.ts';
+import {
+  refuseContentCoding,
+  refuseUnlistedForm,
+  settleBody,
+  typedValidatorFactory,
+} from './http/validation.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeysRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { bookingPageRoutes } from './modules/booking/booking.page.routes.ts';
@@ -119,7 +124,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
   registerMultipart(app);
-  app.addHook('preParsing', async (request) => refuseUnlistedForm(request));
+  app.addHook('preParsing', async (request) => {
+    refuseContentCoding(request);
+    refuseUnlistedForm(request);
+  });
   app.decorateRequest('entryProblems', null);
   app.addHook('preValidation', async (request) => settleBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));

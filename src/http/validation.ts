@@ -46,6 +46,20 @@ export function refuseUnlistedForm(request: FastifyRequest): void {
 }
 
 /**
+ * A body in a content coding (gzip, br, …) answers 415 before it is read: the service decodes
+ * none, and would otherwise read the coded bytes as the body, or a plain body that claims a
+ * coding as plain (RFC 9110 §8.4 names 415 for an unsupported coding). `identity` is no coding.
+ */
+export function refuseContentCoding(request: FastifyRequest): void {
+  if (request.routeOptions.url === undefined) return;
+  const coding = request.headers['content-encoding'];
+  if (coding === undefined || coding.trim() === '' || coding.trim().toLowerCase() === 'identity') return;
+  throw new AppError('unsupported_media_type', {
+    message: `Content-Encoding ${coding.slice(0, 50)} is not taken: send the body uncoded`,
+  });
+}
+
+/**
  * A route whose body schema is given per media type is not validated when the request has no
  * body at all (Fastify picks the schema by content type): such a request is refused here.
  */

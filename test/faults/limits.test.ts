@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/http/errors.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
@@ -83,6 +84,33 @@ describe.each(TEST_DATABASES)('request limits and hostile bodies on %s', (kind) 
     // Forms are an encoding of the intake routes only (the document lists them there).
     expect(form.statusCode).toBe(415);
     expect(form.json()).toEqual({ error: 'unsupported_media_type' });
+  });
+
+  it('answers 415 for a body in a content coding, coded or not, and writes nothing', async () => {
+    const plain = JSON.stringify({ entity: 'lead', fields: { email: 'coded@b.co' } });
+    for (const [coding, payload] of [
+      ['gzip', gzipSync(plain)],
+      ['gzip', plain],
+      ['br', plain],
+    ] as const) {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/json', 'content-encoding': coding },
+        payload,
+      });
+      expect(response.statusCode).toBe(415);
+      expect(response.json().error).toBe('unsupported_media_type');
+    }
+    const identity = await t.request({
+      method: 'POST',
+      url: '/api/v1/records',
+      key: account.apiKey,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+      payload: plain,
+    });
+    expect(identity.statusCode).toBe(201);
   });
 
   it('answers every refusal with a code from the closed list', async () => {
