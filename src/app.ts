@@ -4,7 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TrustProxy } from './config.ts';
-import { authorize, authPlugin } from './http/auth.ts';
+import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
 import { registerErrorHandling, sendError, toAppError } from './http/error-handler.ts';
 import { AppError } from './http/errors.ts';
@@ -144,8 +144,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(authPlugin, { auth: deps.services.auth, adminTokenHash: deps.adminTokenHash });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
-  // After the rate limit: over its limit, a request is 429 whatever it may not do.
-  app.addHook('onRequest', authorize);
 
   const { services } = deps;
   await app.register(systemRoutes, { checkDatabase: deps.checkDatabase });

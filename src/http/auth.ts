@@ -222,7 +222,7 @@ export interface AuthPluginOptions {
 /**
  * Authenticates every route that declares `config.auth`: reads the credential, checks its kind,
  * and leaves the result on `request.credential`. What the credential may do is checked by
- * `authorize`, a hook of its own that app.ts registers after the rate limit's, so that a request
+ * `authorize`, which the rate limit's hook calls once it has taken the limit, so that a request
  * over its account's limit is 429 whatever else it lacks (interface: Limits).
  */
 export const authPlugin = fp<AuthPluginOptions>(
@@ -240,11 +240,11 @@ export const authPlugin = fp<AuthPluginOptions>(
 );
 
 /**
- * An onRequest hook, after the rate limit's: the session's CSRF token, the account's module,
- * the person's role and the key's permission. Before the body is read: a forged request
- * learns nothing about it.
+ * Called by the rate limit's onRequest hook once the limit is taken: the session's CSRF token,
+ * the account's module, the person's role and the key's permission. Before the body is read: a
+ * forged request learns nothing about it.
  */
-export async function authorize(request: FastifyRequest): Promise<void> {
+export function authorize(request: FastifyRequest): void {
   const routeAuth = request.routeOptions.config.auth;
   const credential = request.credential;
   if (!routeAuth || routeAuth.optional || !credential || credential.kind === 'admin') return;

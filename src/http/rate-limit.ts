@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { authorize } from './auth.ts';
 import { AppError } from './errors.ts';
 
 /**
@@ -124,9 +125,9 @@ async function meter(limiter: RateLimiter, request: FastifyRequest, reply: Fasti
 /**
  * Meters every request that carries an account credential (API key, source token, record
  * token, signed address), on both surfaces. Registered after the auth plugin, so that its
- * onRequest hook runs once `request.credential` is known and before the body is read; and
- * before `authorize` (app.ts), so that a request refused for a missing permission or module
- * (403) counts too, and one over the limit is 429 before anything else is said about it.
+ * onRequest hook runs once `request.credential` is known and before the body is read. It calls
+ * `authorize` after the limit is taken, so that a request refused for a missing permission or
+ * module (403) counts too, and one over the limit is 429 before anything else is said about it.
  */
 export const rateLimitPlugin = fp<{ limiter: RateLimiter }>(
   async (app: FastifyInstance, { limiter }) => {
@@ -135,6 +136,8 @@ export const rateLimitPlugin = fp<{ limiter: RateLimiter }>(
       if (taken && !taken.allowed) {
         throw new AppError('rate_limited', { headers: { 'retry-after': String(taken.retryAfterSeconds) } });
       }
+      // What the credential may do, once the limit is taken (in this hook: one hook less a request).
+      authorize(request);
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },
