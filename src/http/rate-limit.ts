@@ -59,10 +59,10 @@ export function decision(limit: number, tokensLeft: number, allowed: boolean): R
 }
 
 /**
- * Refuses a request that a per-address limit (website forms, booking pages) did not let
- * through: 429 `rate_limited` with `Retry-After` and the limit's headers.
+ * Refuses a request that a limit (the account's, or a per-address one: website forms, booking
+ * pages) did not let through: 429 `rate_limited` with `Retry-After` and the limit's headers.
  */
-export function refuseWhenLimited(taken: RateDecision, message: string): void {
+export function refuseWhenLimited(taken: RateDecision, message?: string): void {
   if (taken.allowed) return;
   throw new AppError('rate_limited', {
     message,
@@ -133,9 +133,7 @@ export const rateLimitPlugin = fp<{ limiter: RateLimiter }>(
   async (app: FastifyInstance, { limiter }) => {
     app.addHook('onRequest', async (request, reply) => {
       const taken = await meter(limiter, request, reply);
-      if (taken && !taken.allowed) {
-        throw new AppError('rate_limited', { headers: { 'retry-after': String(taken.retryAfterSeconds) } });
-      }
+      if (taken) refuseWhenLimited(taken);
       // What the credential may do, once the limit is taken (in this hook: one hook less a request).
       authorize(request);
     });

@@ -14,6 +14,18 @@ export const Timestamp = Type.String({ format: 'date-time' });
 export const IdParams = Type.Object({ id: Uuid });
 
 /**
+ * Values under their field names, the names at most `maxName` characters. A `Type.Record` key
+ * schema's maxLength is not applied by the validator (TypeBox writes `patternProperties`):
+ * `propertyNames` is what bounds the names.
+ */
+export function FieldValues(maxName: number) {
+  return Type.Record(Type.String({ maxLength: maxName }), Type.Unknown(), {
+    maxProperties: 500,
+    propertyNames: { maxLength: maxName },
+  });
+}
+
+/**
  * An idempotency key (decisions §4): 1–255 printable ASCII characters, no space at either end.
  * The empty string means "no key". A key outside this rule answers 400 `invalid_idempotency_key`
  * (the error handler maps a schema failure on a key to it), never 422.

@@ -12,6 +12,11 @@ export interface StageTarget {
   pipelineFromStage?: boolean;
 }
 
+/** A pipeline's stage by its exact name or its id (any case). */
+function stageIn(pipeline: PipelineDef, nameOrId: string): StageDef | undefined {
+  return pipeline.stages.find((s) => s.name === nameOrId || s.id === nameOrId.toLowerCase());
+}
+
 /**
  * The pipeline a stage name points to when none is named (`pipelineFromStage`): the current one
  * if it has the stage, else the only one that has it. Undefined when several others have it
@@ -22,9 +27,7 @@ export function pipelineOfStage(
   stage: string,
   currentPipeline: string | null,
 ): string | null | undefined {
-  const having = entity.pipelines.filter((p) =>
-    p.stages.some((s) => s.name === stage || s.id === stage.toLowerCase()),
-  );
+  const having = entity.pipelines.filter((p) => stageIn(p, stage) !== undefined);
   if (having.length === 0) return null;
   if (currentPipeline !== null && having.some((p) => p.name === currentPipeline)) return currentPipeline;
   return having.length === 1 ? having[0]!.name : undefined;
@@ -68,7 +71,7 @@ export function resolveStage(
       message: `${entity.key} has several pipelines: name one`,
     };
   }
-  const stage = pipeline.stages.find((s) => s.name === target.stage || s.id === target.stage.toLowerCase());
+  const stage = stageIn(pipeline, target.stage);
   if (!stage) {
     return {
       key: `${keyPrefix}stage`,

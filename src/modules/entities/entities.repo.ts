@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { toJson } from '../../db/json.ts';
 import type { Executor } from '../../db/types.ts';
+import { emailFieldOf } from '../records/field-values.ts';
 import type { DuplicateRule, EntityDef, FieldDef, PipelineDef } from './entities.model.ts';
 
 export interface EntityInput {
@@ -304,8 +305,3 @@ async function saveStages(
 }
 
 export type EntitiesRepo = ReturnType<typeof createEntitiesRepo>;
-
-/** The key of the field with the email role, which notes look records up by (decisions §3). */
-export function emailFieldOf(fields: readonly { key: string; role?: string | null }[]): string | null {
-  return fields.find((field) => field.role === 'email')?.key ?? null;
-}

@@ -4,7 +4,13 @@ import type { Db, Executor, Tx } from '../../db/types.ts';
 import { AppError, notFound, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
-import { dedupeKeyIsUnique, dedupeKeyOf, dedupeLockOf, emailOf } from '../records/field-values.ts';
+import {
+  dedupeKeyIsUnique,
+  dedupeKeyOf,
+  dedupeLockOf,
+  emailFieldOf,
+  emailOf,
+} from '../records/field-values.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import { recomputeDuplicateKeysJob } from './entities.jobs.ts';
 import {
@@ -19,7 +25,7 @@ import {
   ROLES,
   type Role,
 } from './entities.model.ts';
-import { type EntitiesRepo, emailFieldOf } from './entities.repo.ts';
+import type { EntitiesRepo } from './entities.repo.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
 const CACHE_TTL_MS = 2_000;

@@ -6,6 +6,7 @@ import { isStorableText } from '../../lib/text.ts';
 import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
 import {
   idempotencyKeyOf,
+  isJsonObject,
   readS1Lead,
   readS2Body,
   type S2RecordBody,
@@ -31,11 +32,6 @@ const recordBodyCheck = jsonChecker(S2RecordBodySchema);
 function checkBulkEntry(entry: Record<string, unknown>): void {
   const refused = recordBodyCheck(entry);
   if (refused) throw refused;
-}
-
-/** Whether a bulk entry is a JSON object at all (anything else is that entry's refusal). */
-function isEntryObject(entry: unknown): entry is Record<string, unknown> {
-  return entry !== null && typeof entry === 'object' && !Array.isArray(entry);
 }
 
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
@@ -93,7 +89,7 @@ function logItemOf(index: number, result: { accepted: boolean; body: unknown }):
 
 /** The entity every entry names, or null when they name several (or none that can be stored). */
 function sharedEntityOf(entries: unknown[]): string | null {
-  const names = new Set(entries.map((entry) => (isEntryObject(entry) ? entry.entity : undefined)));
+  const names = new Set(entries.map((entry) => (isJsonObject(entry) ? entry.entity : undefined)));
   const [only] = names;
   return names.size === 1 && typeof only === 'string' && only !== '' && isStorableText(only) ? only : null;
 }
@@ -187,7 +183,7 @@ export function createIntakeApi({
         const together: { index: number; handover: ReturnType<typeof readS2Body> }[] = [];
         for (const [index, entry] of body.records.entries()) {
           if (results[index]) continue;
-          if (!isEntryObject(entry)) {
+          if (!isJsonObject(entry)) {
             refuseEarly(
               index,
               validationFailed([{ key: 'body', reason: 'invalid_type', message: 'must be object' }]),

@@ -32,6 +32,11 @@ const MODULE_NODES = [
   ['distribution', 'distribution'],
 ] as const;
 
+/** Whether a value is a JSON object (not null, not an array). */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
 /** The module nodes taken out of a body by `setAsideModuleNodes`, by body. */
 const setAside = new WeakMap<object, string[]>();
 
@@ -42,11 +47,11 @@ const setAside = new WeakMap<object, string[]>();
  * the body either. `readS2Body` still warns of each.
  */
 export function setAsideModuleNodes(body: unknown, modules: readonly string[]): void {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+  if (!isJsonObject(body)) return;
   const names: string[] = [];
   for (const [node, module] of MODULE_NODES) {
     if (!modules.includes(module) && Object.hasOwn(body, node)) {
-      delete (body as Record<string, unknown>)[node];
+      delete body[node];
       names.push(node);
     }
   }
@@ -117,7 +122,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   const problems: ValidationDetail[] = [];
   const submitted: [string, unknown][] = [];
   if (body.fields !== undefined) {
-    if (body.fields === null || typeof body.fields !== 'object' || Array.isArray(body.fields)) {
+    if (!isJsonObject(body.fields)) {
       problems.push({ key: 'fields', reason: 'invalid_type', message: 'fields must be an object' });
     } else {
       submitted.push(...ownEntries(body.fields));

@@ -1,5 +1,13 @@
 import { Type } from 'typebox';
-import { Cursor, IdempotencyKey, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import {
+  Cursor,
+  FieldValues,
+  IdempotencyKey,
+  NextCursor,
+  Timestamp,
+  Uuid,
+  Warning,
+} from '../../http/schemas.ts';
 import { StartDistributionResponse } from '../distribution/distribution.schemas.ts';
 import { DocumentRef } from '../records/records.schemas.ts';
 import { ORIGIN_KEYS } from './intake.handover.ts';
@@ -56,14 +64,7 @@ export const IntakeMeta = Type.Object(
 export const S2RecordBody = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
-    fields: Type.Optional(
-      // A key schema's maxLength is not applied by the validator (TypeBox writes patternProperties):
-      // propertyNames is what bounds the names.
-      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
-        maxProperties: 500,
-        propertyNames: { maxLength: 100 },
-      }),
-    ),
+    fields: Type.Optional(FieldValues(100)),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
     documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
     crm: Type.Optional(

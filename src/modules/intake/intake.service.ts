@@ -20,6 +20,7 @@ import {
   dedupeKeyOf,
   dedupeLockOf,
   displayName,
+  emailFieldOf,
   emailOf,
   type FieldValue,
   missingRequired,
@@ -232,8 +233,8 @@ export function createIntakeService({
 
   /** The handover's email-role value as given, for S1 bulk answers. */
   function givenEmailOf({ entity, values }: Prepared): string | null {
-    const emailField = entity.fields.find((field) => field.role === 'email');
-    const given = emailField ? values[emailField.key] : undefined;
+    const emailField = emailFieldOf(entity.fields);
+    const given = emailField ? values[emailField] : undefined;
     return typeof given === 'string' ? given : null;
   }
 
@@ -882,7 +883,7 @@ export function createIntakeService({
               await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
             }
             // With deliveries to wait for, the final answer comes after them: repeats wait.
-            if (store) await store.save(tx, { status, body }, run !== null && distribution !== undefined);
+            if (store) await store.save(tx, { status, body }, run !== null);
             return { status, body, outcome, run };
           });
         // A concurrent handover may create the same record between our look-up and our insert;

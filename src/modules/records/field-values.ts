@@ -278,9 +278,14 @@ export function displayName(entity: EntityDef, values: Record<string, unknown>):
   return truncate(person || byRole('company') || byRole('email'), 300);
 }
 
+/** The key of the field with the email role, which notes look records up by (decisions §3). */
+export function emailFieldOf(fields: readonly { key: string; role?: string | null }[]): string | null {
+  return fields.find((field) => field.role === 'email')?.key ?? null;
+}
+
 export function emailOf(entity: Pick<EntityDef, 'fields'>, values: Record<string, unknown>): string | null {
-  const field = entity.fields.find((f) => f.role === 'email');
-  const value = field ? values[field.key] : undefined;
+  const field = emailFieldOf(entity.fields);
+  const value = field ? values[field] : undefined;
   return typeof value === 'string' && value.trim() !== '' ? value.trim().toLowerCase() : null;
 }
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Cursor, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import { Cursor, FieldValues, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
 import { KEY_PATTERN } from '../entities/entities.schemas.ts';
 
 export const DocumentOut = Type.Object({
@@ -122,12 +122,7 @@ export const DocumentRef = Type.Object({
 
 export const PatchRecordBody = Type.Object(
   {
-    fields: Type.Optional(
-      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
-        maxProperties: 500,
-        propertyNames: { maxLength: 100 },
-      }),
-    ),
+    fields: Type.Optional(FieldValues(100)),
     documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
   },
   { additionalProperties: false },
@@ -165,10 +160,7 @@ export const S1Lead = Type.Object({
 
 export const S1PatchBody = Type.Object(
   {
-    fields: Type.Record(Type.String({ maxLength: 200 }), Type.Unknown(), {
-      maxProperties: 500,
-      propertyNames: { maxLength: 200 },
-    }),
+    fields: FieldValues(200),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
   },
   { additionalProperties: false },
