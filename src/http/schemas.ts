@@ -26,18 +26,33 @@ export function FieldValues(maxName: number) {
 }
 
 /**
- * An idempotency key (decisions §4): 1–255 printable ASCII characters, no space at either end.
- * The empty string means "no key". A key outside this rule answers 400 `invalid_idempotency_key`
- * (the error handler maps a schema failure on a key to it), never 422.
+ * An idempotency key (decisions §4): 1–255 printable characters (Unicode letters, marks, numbers,
+ * punctuation, symbols and spaces; no control, format, unassigned or private-use character, no
+ * line or paragraph separator). The empty string means "no key". A key outside this rule answers
+ * 400 `invalid_idempotency_key` (the error handler maps a schema failure on a key to it), never 422.
  */
-export const IDEMPOTENCY_KEY_PATTERN = '^([\\x21-\\x7e]([\\x20-\\x7e]{0,253}[\\x21-\\x7e])?)?$';
+export const IDEMPOTENCY_KEY_PATTERN = '^[^\\p{C}\\p{Zl}\\p{Zp}]{0,255}$';
 export const IdempotencyKey = Type.String({
   maxLength: 255,
   pattern: IDEMPOTENCY_KEY_PATTERN,
   description:
-    '1–255 printable ASCII characters without a space at either end (empty: no key); another value answers 400 invalid_idempotency_key',
+    '1–255 printable characters, spaces included, compared exactly (empty: no key); another value answers 400 invalid_idempotency_key',
 });
-export const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) });
+/**
+ * The `Idempotency-Key` header: the same rule in visible ASCII and spaces, since a header's other
+ * bytes have no agreed encoding (RFC 9110 §5.5: opaque data); a key in other characters goes in
+ * `meta.idempotency_key` (or a note's `idempotency_key`).
+ */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7e]{0,255}$',
+      description:
+        '1–255 visible ASCII characters and spaces (the header has no other encoding; other characters go in the body’s key); another value answers 400 invalid_idempotency_key',
+    }),
+  ),
+});
 
 /** S2 and operator error body: `{"error": code}`, plus members some codes carry. */
 export const S2Error = Type.Object(

@@ -93,7 +93,7 @@ describe.each(TEST_DATABASES)('website forms: encodings on %s', (kind) => {
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.json()).toEqual(first.json());
       const badKey = await post(
-        'entity=lead&fields%5Bemail%5D=k%40b.co&meta%5Bidempotency_key%5D=%20x',
+        'entity=lead&fields%5Bemail%5D=k%40b.co&meta%5Bidempotency_key%5D=%01x',
         FORM,
       );
       expect(badKey.statusCode).toBe(400);

@@ -12,7 +12,8 @@ const LEASE_SECONDS = 15;
 const RENEW_EVERY_MS = 5_000;
 /** A repeat waits this long for the first request's answer before 409 idempotency_key_in_use. */
 const DEFAULT_WAIT_MS = 30_000;
-const KEY_PATTERN = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
+/** Decisions §4: 1–255 printable characters (http/schemas.ts, IdempotencyKey). */
+const KEY_PATTERN = /^[^\p{C}\p{Zl}\p{Zp}]{1,255}$/u;
 
 export interface StoredAnswer {
   status: number;
@@ -37,6 +38,11 @@ export interface StoreAnswer {
    */
   save(tx: Executor, answer: StoredAnswer, settling?: boolean): Promise<void>;
   saved(): void;
+  /**
+   * The answer names the time its write gave (S1's `created_at`): it is stored by `save` after
+   * that write, never computed beforehand for a write that stores it in the same statement.
+   */
+  namesWriteTime?: boolean;
 }
 
 /** Canonical JSON (sorted keys), so that key order does not make two equal bodies differ. */
@@ -57,7 +63,7 @@ export function requestHash(body: unknown): string {
     .digest('hex');
 }
 
-/** 1–255 printable ASCII characters without leading or trailing spaces (decisions §4). */
+/** 1–255 printable characters, spaces included (decisions §4). */
 export function checkIdempotencyKey(key: unknown): string {
   if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
     throw idempotencyKeyRefused();
@@ -130,15 +136,20 @@ export function createIdempotencyService({
       ref: IdempotencyRef,
       body: unknown,
       work: (store: StoreAnswer) => Promise<StoredAnswer>,
-      /** Runs before a stored answer is handed out (a check of the caller's credential). */
-      beforeReplay?: () => Promise<void>,
-      /**
-       * A cheaper first try for a key no row holds: it writes its answer with the key's row,
-       * done, in one statement with its work (IntakeService.intakeOneClaiming), or nothing at
-       * all and answers undefined; then the key is claimed as usual.
-       */
-      firstTry?: (claim: { requestHash: string; ttlHours: number }) => Promise<StoredAnswer | undefined>,
+      options: {
+        /** Runs before a stored answer is handed out (a check of the caller's credential). */
+        beforeReplay?: () => Promise<void>;
+        /**
+         * A cheaper first try for a key no row holds: it writes its answer with the key's row,
+         * done, in one statement with its work (IntakeService.intakeOneClaiming), or nothing at
+         * all and answers undefined; then the key is claimed as usual.
+         */
+        firstTry?: (claim: { requestHash: string; ttlHours: number }) => Promise<StoredAnswer | undefined>;
+        /** The body of a refusal, as the endpoint's surface spells it (S2 unless told). */
+        errorBody?: (error: AppError) => unknown;
+      } = {},
     ): Promise<IdempotentResult> {
+      const { beforeReplay, firstTry, errorBody = s2Body } = options;
       const hash = requestHash(body);
       if (firstTry) {
         // A first try that failed wrote nothing (its statement is atomic): claim as usual.
@@ -183,7 +194,7 @@ export function createIdempotencyService({
       } catch (error) {
         if (error instanceof AppError && isStorable(error.status) && !stored) {
           // The refusal itself is the answer to this key: a repeat gets the same refusal.
-          const body = s2Body(error);
+          const body = errorBody(error);
           await repo.complete(accountId, ref, error.status, body);
           return { status: error.status, body, replayed: false };
         }

@@ -1,9 +1,13 @@
-import { s2Body } from '../../http/error-handler.ts';
+import { s1Body, s2Body } from '../../http/error-handler.ts';
 import { AppError, type ValidationDetail, validationFailed } from '../../http/errors.ts';
 import { jsonChecker } from '../../http/validation.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { checkIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency.service.ts';
+import {
+  checkIdempotencyKey,
+  type IdempotencyService,
+  type StoreAnswer,
+} from '../idempotency/idempotency.service.ts';
 import {
   idempotencyKeyOf,
   isJsonObject,
@@ -37,6 +41,8 @@ function checkBulkEntry(entry: Record<string, unknown>): void {
 /** Idempotency scopes (decisions §4): per account and endpoint; bulk entries share the single-record scope. */
 export const RECORD_SCOPE = 'POST /api/v1/records';
 const BULK_SCOPE = 'POST /api/v1/records/bulk';
+const S1_LEAD_SCOPE = 'POST /api/intake';
+const S1_BULK_SCOPE = 'POST /api/leads/bulk';
 /** Entries of one bulk call taken in at once. */
 const BULK_CONCURRENCY = 8;
 
@@ -55,6 +61,19 @@ function s2Response(outcome: IntakeOutcome) {
     warnings: outcome.warnings,
     ...(outcome.booking ? { booking: outcome.booking } : {}),
     ...(outcome.distribution ? { distribution: outcome.distribution } : {}),
+  };
+}
+
+/**
+ * S1 answers 200 whatever became of the lead, and its answer names the lead's `created_at`: the
+ * answer is stored so, after the write that gives that time.
+ */
+function s1Store(store: StoreAnswer): StoreAnswer {
+  return {
+    ref: store.ref,
+    save: (tx, answer, settling) => store.save(tx, { ...answer, status: 200 }, settling),
+    saved: () => store.saved(),
+    namesWriteTime: true,
   };
 }
 
@@ -121,19 +140,15 @@ export function createIntakeApi({
     // A first request's write checks a remembered key itself; a stored answer is handed only to
     // a key checked live first.
     const ref = { scope, key };
-    return idempotency.run(
-      ctx.accountId,
-      ref,
-      body,
-      (store) => run(store),
-      () => intake.checkKey(ctx),
+    return idempotency.run(ctx.accountId, ref, body, (store) => run(store), {
+      beforeReplay: () => intake.checkKey(ctx),
       // A new record goes with the grouped creations, its answer stored by the same statement.
-      (claim) => {
+      firstTry: (claim) => {
         const handover = readS2Body(body, ctx.modules);
         handover.warnings.unshift(...bodyWarnings);
         return intake.intakeOneClaiming(ctx, handover, s2Response, { ref, ...claim });
       },
-    );
+    });
   }
 
   return {
@@ -262,64 +277,92 @@ export function createIntakeApi({
       return idempotency.run(ctx.accountId, { scope: BULK_SCOPE, key }, body, work);
     },
 
-    /** POST /api/intake (S1). */
-    async s1Lead(ctx: IntakeContext, body: Record<string, unknown>) {
-      const handover = readS1Lead(body, ctx.modules);
-      const { outcome } = await intake.intakeOne(ctx, handover, () => null);
-      const booking =
-        handover.booking || handover.warnings.some((warning) => warning.key === 'booking')
-          ? { ...s1Booking({ ...outcome, booking: outcome.booking ?? null }) }
-          : {};
-      return {
-        status: 'success' as const,
-        lead_id: outcome.recordId,
-        created_at: outcome.createdAt,
-        ...booking,
+    /**
+     * POST /api/intake (S1). With an `Idempotency-Key` header a repeat answers the same (S1's
+     * 200 and body, refusals in S1's error body) and creates nothing (decisions §4).
+     */
+    async s1Lead(ctx: IntakeContext, body: Record<string, unknown>, headerKey: unknown): Promise<Answer> {
+      const run = async (store?: StoreAnswer) => {
+        const handover = readS1Lead(body, ctx.modules);
+        const answer = (outcome: IntakeOutcome) => {
+          const booking =
+            handover.booking || handover.warnings.some((warning) => warning.key === 'booking')
+              ? { ...s1Booking({ ...outcome, booking: outcome.booking ?? null }) }
+              : {};
+          return {
+            status: 'success' as const,
+            lead_id: outcome.recordId,
+            created_at: outcome.createdAt,
+            ...booking,
+          };
+        };
+        const { body: answered } = await intake.intakeOne(ctx, handover, answer, store && s1Store(store));
+        return { status: 200, body: answered };
       };
+      if (headerKey === undefined || headerKey === '') return { ...(await run()), replayed: false };
+      const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);
+      return idempotency.run(ctx.accountId, { scope: S1_LEAD_SCOPE, key }, body, run, {
+        beforeReplay: () => intake.checkKey(ctx),
+        errorBody: s1Body,
+      });
     },
 
-    /** POST /api/leads/bulk (S1): all or nothing. */
+    /**
+     * POST /api/leads/bulk (S1): all or nothing. With an `Idempotency-Key` header a repeat
+     * answers the same and creates nothing (decisions §4).
+     */
     async s1Bulk(
       ctx: IntakeContext,
       body: { entity: string; batch: Record<string, unknown>[]; source?: string; note?: string },
+      headerKey: unknown,
       entryProblems: Map<number, ValidationDetail[]> | null = null,
-    ) {
-      if (entryProblems && entryProblems.size > 0) {
-        const error = validationFailed(
-          [...entryProblems].flatMap(([index, details]) =>
-            details.map((detail) => ({ ...detail, key: `batch.${index}.${detail.key}` })),
-          ),
-        );
-        await intake.logRefusals(ctx, [
-          { handover: { entity: body.entity, source: body.source ?? null }, error },
-        ]);
-        throw error;
-      }
-      const handovers = body.batch.map((lead, index) => {
-        try {
-          const handover = readS1Lead({ ...lead, entity: body.entity }, ctx.modules, {
-            source: body.source ?? null,
-          });
-          if (body.note) handover.notes.push({ body: body.note });
-          return handover;
-        } catch (error) {
-          if (error instanceof AppError && error.details) {
-            throw new AppError(error.code, {
-              details: error.details.map((d) => ({ ...d, key: `batch.${index}.${d.key}` })),
-            });
-          }
+    ): Promise<Answer> {
+      const work = async (store?: StoreAnswer) => {
+        if (entryProblems && entryProblems.size > 0) {
+          const error = validationFailed(
+            [...entryProblems].flatMap(([index, details]) =>
+              details.map((detail) => ({ ...detail, key: `batch.${index}.${detail.key}` })),
+            ),
+          );
+          await intake.logRefusals(ctx, [
+            { handover: { entity: body.entity, source: body.source ?? null }, error },
+          ]);
           throw error;
         }
-      });
-      const outcomes = await intake.intakeAll(ctx, handovers);
-      return {
-        status: 'success' as const,
-        created: outcomes.map((outcome) => ({
-          lead_id: outcome.recordId,
-          email: outcome.email,
-          ...s1Booking(outcome),
-        })),
+        const handovers = body.batch.map((lead, index) => {
+          try {
+            const handover = readS1Lead({ ...lead, entity: body.entity }, ctx.modules, {
+              source: body.source ?? null,
+            });
+            if (body.note) handover.notes.push({ body: body.note });
+            return handover;
+          } catch (error) {
+            if (error instanceof AppError && error.details) {
+              throw new AppError(error.code, {
+                details: error.details.map((d) => ({ ...d, key: `batch.${index}.${d.key}` })),
+              });
+            }
+            throw error;
+          }
+        });
+        const answered = await intake.intakeAll(
+          ctx,
+          handovers,
+          (outcomes) => ({
+            status: 'success' as const,
+            created: outcomes.map((outcome) => ({
+              lead_id: outcome.recordId,
+              email: outcome.email,
+              ...s1Booking(outcome),
+            })),
+          }),
+          store,
+        );
+        return { status: 200, body: answered };
       };
+      if (headerKey === undefined || headerKey === '') return { ...(await work()), replayed: false };
+      const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);
+      return idempotency.run(ctx.accountId, { scope: S1_BULK_SCOPE, key }, body, work, { errorBody: s1Body });
     },
   };
 }

@@ -174,11 +174,20 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         operationId: 'createLeadS1',
         summary: 'Create one lead; flat JSON or form-encoded, keys matched to fields by key or label',
         body: S1IntakeBody,
+        headers: IdempotencyHeaders,
         consumes: ['application/json', 'application/x-www-form-urlencoded'],
         response: { 200: S1IntakeResponse, ...s1Errors },
       },
     },
-    async (request) => intakeApi.s1Lead(contextOf(request, 's1.intake'), request.body),
+    async (request, reply) =>
+      send(
+        reply,
+        await intakeApi.s1Lead(
+          contextOf(request, 's1.intake'),
+          request.body,
+          request.headers['idempotency-key'],
+        ),
+      ),
   );
 
   app.post(
@@ -191,9 +200,19 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         operationId: 'createLeadsBulkS1',
         summary: 'Create up to 1,000 leads, all or nothing',
         body: S1BulkBody,
+        headers: IdempotencyHeaders,
         response: { 200: S1BulkResponse, ...s1Errors },
       },
     },
-    async (request) => intakeApi.s1Bulk(contextOf(request, 's1.bulk'), request.body, request.entryProblems),
+    async (request, reply) =>
+      send(
+        reply,
+        await intakeApi.s1Bulk(
+          contextOf(request, 's1.bulk'),
+          request.body,
+          request.headers['idempotency-key'],
+          request.entryProblems,
+        ),
+      ),
   );
 };

@@ -376,6 +376,7 @@ export function createIntakeService({
     )
       return undefined;
     if (missingRequired(entity, prepared.values).length > 0) return undefined;
+    if (store?.namesWriteTime) return undefined;
     const row = newRecordRow(ctx, handover, prepared, null);
     const outcome: IntakeOutcome = {
       recordId: row.id,
@@ -1001,7 +1002,13 @@ export function createIntakeService({
      * Takes in many records all or nothing (S1 bulk): every entry is checked first, then all are
      * written in one transaction.
      */
-    async intakeAll(ctx: IntakeContext, handovers: Handover[]): Promise<IntakeOutcome[]> {
+    async intakeAll<Body>(
+      ctx: IntakeContext,
+      handovers: Handover[],
+      answer: (outcomes: IntakeOutcome[]) => Body,
+      /** An idempotency key's answer is stored in the leads' transaction (S1 answers 200). */
+      store?: StoreAnswer,
+    ): Promise<Body> {
       await checkKey(ctx);
       const prepared: Prepared[] = [];
       const problems: ValidationDetail[] = [];
@@ -1041,7 +1048,9 @@ export function createIntakeService({
           }),
         );
         await intakeLog.log(ctx.accountId, [bulkEntry(ctx, handovers[0]?.entity ?? null, items)], tx);
-        return outcomes;
+        const body = answer(outcomes);
+        if (store) await store.save(tx, { status: 200, body });
+        return body;
       });
     },
 
