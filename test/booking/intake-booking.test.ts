@@ -245,7 +245,16 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
   describe('errors', () => {
     it('warns invalid_starts_at on an unreadable time, and still makes the record and a link', async () => {
       const { account } = await bookingAccount(t);
-      for (const startsAt of ['next monday', '2027-03-22T10:00:00', '2027-02-30T10:00:00Z']) {
+      // A value of another type is no readable time either: the record is made in every case.
+      for (const startsAt of [
+        'next monday',
+        '2027-03-22T10:00:00',
+        '2027-02-30T10:00:00Z',
+        1_805_706_000,
+        true,
+        { date: '2027-03-22' },
+        'x'.repeat(300),
+      ]) {
         const response = await intake(account.apiKey, {
           entity: 'lead',
           fields: { email: 'bad@example.com' },
@@ -257,6 +266,14 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
         ]);
         expect(response.json().booking.token).toMatch(/^bk_/);
       }
+      const noTime = await intake(account.apiKey, {
+        entity: 'lead',
+        fields: { email: 'null-time@example.com' },
+        booking: { starts_at: null },
+      });
+      expect(noTime.statusCode).toBe(201);
+      expect(noTime.json().warnings).toEqual([]);
+      expect(noTime.json().booking.token).toMatch(/^bk_/);
     });
 
     it('warns no_calendar without a calendar (or with an unknown calendar_id); the record is created', async () => {
@@ -329,9 +346,12 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       const response = await intake(account.apiKey, {
         entity: 'lead',
         fields: { email: 'typed@example.com' },
-        booking: { starts_at: 5 },
+        booking: { starts_at: FREE_SLOT, duration_minutes: 'thirty' },
       });
       expect(response.statusCode).toBe(422);
+      expect(response.json().details).toEqual([
+        expect.objectContaining({ key: 'booking.duration_minutes', reason: 'invalid_type' }),
+      ]);
       const records = await t.request({ method: 'GET', url: '/api/v1/records', key: account.apiKey });
       expect(records.json().records).toHaveLength(0);
     });

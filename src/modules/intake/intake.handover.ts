@@ -74,7 +74,8 @@ export interface S2RecordBody {
 export interface S2BookingNode {
   title?: string;
   duration_minutes?: number;
-  starts_at?: string;
+  /** Any JSON value; only text can be a time (the rest is an invalid_starts_at warning). */
+  starts_at?: unknown;
   calendar_id?: string;
 }
 
@@ -82,7 +83,8 @@ function bookingRequestOf(node: S2BookingNode): BookingRequest {
   return {
     title: node.title,
     durationMinutes: node.duration_minutes,
-    startsAt: node.starts_at,
+    // null is "no time given": a booking link, as without the key.
+    startsAt: node.starts_at ?? undefined,
     calendarId: node.calendar_id,
   };
 }

@@ -30,11 +30,12 @@ const BookingNode = Type.Object(
         description: 'Length of the appointment; the calendar’s slot length by default and at most',
       }),
     ),
+    // Any JSON value: the record is created in every case (interface, rule 3), so a value that is
+    // no readable time, whatever its type, is the invalid_starts_at warning rather than a 422.
     starts_at: Type.Optional(
-      Type.String({
-        maxLength: 64,
+      Type.Unknown({
         description:
-          'ISO 8601 time with an offset of a free slot; without it a booking link is made. A taken slot is a slot_taken warning, an unreadable time an invalid_starts_at warning (with a link in both cases)',
+          'ISO 8601 time with an offset of a free slot (text); without it, or null, a booking link is made. A taken slot is a slot_taken warning; anything else that is not such a time (other text, a number, an object) an invalid_starts_at warning; with a link in each case',
       }),
     ),
     calendar_id: Type.Optional(
