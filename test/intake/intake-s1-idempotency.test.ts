@@ -88,6 +88,26 @@ describe.each(TEST_DATABASES)('S1 idempotency keys and key characters on %s', (k
       expect(await leadsWith('b2@s1.co')).toHaveLength(1);
     });
 
+    it('the intake log records the 200 S1 answered, alone, grouped or keyed', async () => {
+      const own = await accountWithLeads(t, { modules: ['crm'] });
+      await s1Lead({ entity: 'lead', email: 'log1@s1.co' }, undefined, own.apiKey);
+      await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          s1Lead({ entity: 'lead', email: `log-g${i}@s1.co` }, undefined, own.apiKey),
+        ),
+      );
+      await s1Lead({ entity: 'lead', email: 'log-key@s1.co' }, 'log-key', own.apiKey);
+      const entries = await t.db
+        .selectFrom('intake_log')
+        .select(['endpoint', 'status_code', 'outcome'])
+        .where('account_id', '=', own.id)
+        .execute();
+      expect(entries).toHaveLength(8);
+      for (const entry of entries) {
+        expect(entry).toEqual({ endpoint: 's1.intake', status_code: 200, outcome: 'created' });
+      }
+    });
+
     it('a key in the body may be any printable text: letters beyond ASCII and spaces, at the ends too', async () => {
       const record = (key: string, email: string) =>
         t.request({

@@ -167,6 +167,16 @@ export type BatchResult =
   | { kind: 'fallback' };
 type GroupedOutcome = { kind: 'created'; createdAt: Date } | { kind: 'key_revoked' } | { kind: 'refused' };
 
+/** S1 answers every taken-in lead with 200, created or not (interface: POST /intake). */
+function answersAlways200(ctx: IntakeContext): boolean {
+  return ctx.endpoint.startsWith('s1.');
+}
+
+/** The status a log entry records: the one the sender was answered with. */
+function loggedStatus(ctx: IntakeContext, status: number): number {
+  return answersAlways200(ctx) && status < 300 ? 200 : status;
+}
+
 /** What became of a handover, in the words of the intake log. */
 export function outcomeOf(result: Pick<IntakeOutcome, 'created' | 'updated'>): BulkLogItem['status'] {
   return result.created ? 'created' : result.updated ? 'updated' : 'unchanged';
@@ -256,7 +266,13 @@ export function createIntakeService({
       entityKey,
       log: ctx.loggedByCall
         ? null
-        : { requestId: ctx.requestId, endpoint: ctx.endpoint, entityKey, warnings },
+        : {
+            requestId: ctx.requestId,
+            endpoint: ctx.endpoint,
+            entityKey,
+            warnings,
+            ...(answersAlways200(ctx) ? { statusCode: 200 } : {}),
+          },
     };
   }
 
@@ -411,7 +427,7 @@ export function createIntakeService({
         endpoint: ctx.endpoint,
         entityKey: entity.key,
         warnings: outcome.warnings,
-        statusCode: 201,
+        statusCode: loggedStatus(ctx, 201),
         source: row.source,
       },
       logged: item.log !== null,
@@ -675,7 +691,7 @@ export function createIntakeService({
       requestId: ctx.requestId,
       endpoint: ctx.endpoint,
       outcome: outcomeOf(result),
-      statusCode,
+      statusCode: loggedStatus(ctx, statusCode),
       recordId: result.recordId,
       entityKey: result.entityKey,
       source: handover.source ?? ctx.sourceName ?? 'api',

@@ -222,7 +222,14 @@ export function createRecordsRepo(db: Executor) {
       items: {
         row: NewRecordRow;
         notes: { body: string; tag: string | null; senderName: string | null }[];
-        log: { requestId: string; endpoint: string; entityKey: string; warnings: unknown[] } | null;
+        log: {
+          requestId: string;
+          endpoint: string;
+          entityKey: string;
+          warnings: unknown[];
+          /** The status the sender was answered with, when not 201 (S1 answers 200). */
+          statusCode?: number;
+        } | null;
         /** The entity's key (also without a log entry: webhook messages name it). */
         entityKey: string;
         /** An API key taken from memory: the item is written only while the key is unrevoked. */
@@ -318,6 +325,7 @@ export function createRecordsRepo(db: Executor) {
         entity_key: own(item.entityKey, shareable.entity_key),
         // Read only with the log entry (endpoint set).
         warnings: item.log?.warnings,
+        log_status: item.log?.statusCode,
         key_id: own(item.uncheckedKeyId ?? undefined, shareable.key_id),
         answer_scope: item.answer?.scope,
         answer_key: item.answer?.key,
@@ -338,14 +346,14 @@ export function createRecordsRepo(db: Executor) {
             COALESCE(stage_id, ${sharedOf(shareable.stage_id)}::uuid) AS stage_id, notes,
             COALESCE(request_id, ${sharedOf(shareable.request_id)}::text) AS request_id,
             COALESCE(endpoint, ${sharedOf(shareable.endpoint)}::text) AS endpoint,
-            COALESCE(entity_key, ${sharedOf(shareable.entity_key)}::text) AS entity_key, warnings,
+            COALESCE(entity_key, ${sharedOf(shareable.entity_key)}::text) AS entity_key, warnings, log_status,
             COALESCE(key_id, ${sharedOf(shareable.key_id)}::uuid) AS key_id,
             answer_scope, answer_key, answer_hash, answer_status, answer_body, answer_ttl_hours
           FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             notes jsonb, request_id text, endpoint text, entity_key text,
-            warnings jsonb, key_id uuid, answer_scope text, answer_key text, answer_hash text,
+            warnings jsonb, log_status int, key_id uuid, answer_scope text, answer_key text, answer_hash text,
             answer_status int, answer_body jsonb, answer_ttl_hours int)
         ), live AS (
           SELECT * FROM given
@@ -410,7 +418,8 @@ export function createRecordsRepo(db: Executor) {
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
         ), log_entries AS (
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
-          SELECT ${accountId}::uuid, time_ordered_uuid(), input.request_id, input.endpoint, 'created', 201, ins.id,
+          SELECT ${accountId}::uuid, time_ordered_uuid(), input.request_id, input.endpoint, 'created',
+            COALESCE(input.log_status, 201), ins.id,
             input.entity_key, input.source, input.warnings
           FROM ins JOIN input USING (id) WHERE input.endpoint IS NOT NULL
         )${
