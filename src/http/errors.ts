@@ -57,6 +57,18 @@ export interface AppErrorOptions {
   /** Response headers to add, e.g. Retry-After. */
   headers?: Record<string, string>;
   cause?: unknown;
+  /** Set only by moduleNotEnabledInSetting: every other code answers its own status. */
+  status?: 422;
+}
+
+/**
+ * A module a setting needs is not booked (decisions §7: a `distribute` automation without the
+ * distribution module is "refused with 422 `module_not_enabled`"): the code names the refusal,
+ * the status is the 422 of a refused setting (the endpoint itself is open: 403 would say the
+ * endpoint is the module's), and the details name the setting's key.
+ */
+export function moduleNotEnabledInSetting(details: ValidationDetail[]): AppError {
+  return new AppError('module_not_enabled', { details, status: 422 });
 }
 
 const DEFAULT_MESSAGES: Partial<Record<ErrorCode, string>> = {
@@ -89,7 +101,7 @@ export class AppError extends Error {
     super(options.message ?? DEFAULT_MESSAGES[code] ?? code.replaceAll('_', ' '), { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    this.status = options.status ?? ERROR_STATUS[code];
     this.extra = options.extra;
     this.details = options.details;
     this.headers = options.headers;

@@ -172,7 +172,12 @@ function completeOperation(path: string, method: string, operation: Operation): 
     responses[status] ??= errorResponse(description, s1 ? 'S1Error' : s2Schema, headers);
   };
   if (authenticated) error('401', 'Missing, unknown or revoked credential', 'S2Unauthorized');
-  if (validated) error('422', UNPROCESSABLE, 'S2Unprocessable');
+  if (validated) {
+    // A route's own 422 (a code beside validation_failed) still refuses what every route refuses.
+    const own = responses['422'];
+    if (own) own.description = `${UNPROCESSABLE} ${own.description ?? ''}`.trim();
+    else error('422', UNPROCESSABLE, 'S2Unprocessable');
+  }
   if (idempotent) error('400', 'The idempotency key is not 1–255 printable characters', 'S2BadRequest');
   if (metered) {
     error('429', 'Over the account’s rate limit', 'S2RateLimited', {

@@ -480,6 +480,22 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
           expect(response.json().details.find((d: { key: string }) => d.key === key).reason).toBe(reason);
         }
       }
+      // Decisions §7: distribute without the module is "refused with 422 module_not_enabled":
+      // the code names it when it is the only problem; beside others it is one detail of them.
+      const distribute = await configure(account, { ...base, action: { type: 'distribute' } });
+      expect(distribute.json()).toEqual({
+        error: 'module_not_enabled',
+        details: [{ key: 'action.type', reason: 'module_not_enabled', message: expect.any(String) }],
+      });
+      const mixed = await configure(account, { ...base, stage: 'Lost', action: { type: 'distribute' } });
+      expect(mixed.statusCode).toBe(422);
+      expect(mixed.json().error).toBe('validation_failed');
+      expect(
+        mixed
+          .json()
+          .details.map((d: { reason: string }) => d.reason)
+          .sort(),
+      ).toEqual(['module_not_enabled', 'not_allowed']);
       const list = await t.request({
         method: 'GET',
         url: '/api/v1/settings/automations',

@@ -6,6 +6,7 @@ import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   Automation,
   AutomationList,
+  AutomationRefused,
   AutomationWithSecret,
   CreateAutomationBody,
   UpdateAutomationBody,
@@ -34,7 +35,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         operationId: 'createAutomation',
         summary: 'Add an automation to a stage; a webhook action answers its signing secret once',
         body: CreateAutomationBody,
-        response: { 201: AutomationWithSecret, ...s2Errors },
+        response: { 201: AutomationWithSecret, 422: AutomationRefused, ...s2Errors },
       },
     },
     async (request, reply) =>
@@ -81,7 +82,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         summary: 'Change an automation; what is not named stays',
         params: IdParams,
         body: UpdateAutomationBody,
-        response: { 200: AutomationWithSecret, ...s2Errors },
+        response: { 200: AutomationWithSecret, 422: AutomationRefused, ...s2Errors },
       },
     },
     async (request) =>

@@ -111,3 +111,20 @@ export const AutomationWithSecret = Type.Object({
 });
 
 export const AutomationList = Type.Object({ automations: Type.Array(Automation), next_cursor: NextCursor });
+
+/**
+ * The 422 of a refused automation: `validation_failed` with a detail for each problem, or, when
+ * the only problem is a module the action needs, `module_not_enabled` with that detail
+ * (decisions §7: distribute without the distribution module).
+ */
+export const AutomationRefused = Type.Object(
+  {
+    error: Type.String({ enum: ['validation_failed', 'module_not_enabled'] }),
+    details: Type.Array(Type.Object({ key: Type.String(), reason: Type.String(), message: Type.String() })),
+  },
+  {
+    additionalProperties: true,
+    description:
+      'A setting refused: validation_failed naming each problem, or module_not_enabled when the action needs a module the account lacks (distribute) and nothing else is wrong',
+  },
+);

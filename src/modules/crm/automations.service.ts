@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
-import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { AppError, moduleNotEnabledInSetting, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
@@ -229,8 +229,13 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     const placement = resolveStage(entity, { stage: settings.stage, pipeline: settings.pipeline });
     if ('reason' in placement) problems.push(placement);
     const action = checkAction(entity, settings.action, modules, problems);
-    if (problems.length > 0 || 'reason' in placement)
+    if (problems.length > 0 || 'reason' in placement) {
+      // A missing module alone is named by its code (decisions §7); with other problems, all of
+      // them are a validation failure.
+      if (problems.every((problem) => problem.reason === 'module_not_enabled'))
+        throw moduleNotEnabledInSetting(problems);
       throw new AppError('validation_failed', { details: problems });
+    }
     return { stageId: placement.stage.id, action };
   }
 
