@@ -14,22 +14,19 @@ describe.each(TEST_DATABASES)('S1 idempotency keys and key characters on %s', (k
   });
   afterAll(async () => t?.close());
 
-  const s1Lead = (body: unknown, key?: string, apiKey = account.apiKey) =>
-    t.request({
-      method: 'POST',
-      url: '/api/intake',
-      key: apiKey,
-      body,
-      headers: key === undefined ? {} : { 'idempotency-key': key },
-    });
-  const s1Bulk = (body: unknown, key?: string, apiKey = account.apiKey) =>
-    t.request({
-      method: 'POST',
-      url: '/api/leads/bulk',
-      key: apiKey,
-      body,
-      headers: key === undefined ? {} : { 'idempotency-key': key },
-    });
+  /** A POST to an S1 path, with an Idempotency-Key header when `key` is given. */
+  const s1Post =
+    (url: string) =>
+    (body: unknown, key?: string, apiKey = account.apiKey) =>
+      t.request({
+        method: 'POST',
+        url,
+        key: apiKey,
+        body,
+        headers: key === undefined ? {} : { 'idempotency-key': key },
+      });
+  const s1Lead = s1Post('/api/intake');
+  const s1Bulk = s1Post('/api/leads/bulk');
   const leadsWith = async (email: string) =>
     t.db
       .selectFrom('records')

@@ -144,7 +144,11 @@ export function createIdempotencyService({
          * done, in one statement with its work (IntakeService.intakeOneClaiming), or nothing at
          * all and answers undefined; then the key is claimed as usual.
          */
-        firstTry?: (claim: { requestHash: string; ttlHours: number }) => Promise<StoredAnswer | undefined>;
+        firstTry?: (claim: {
+          ref: IdempotencyRef;
+          requestHash: string;
+          ttlHours: number;
+        }) => Promise<StoredAnswer | undefined>;
         /** The body of a refusal, as the endpoint's surface spells it (S2 unless told). */
         errorBody?: (error: AppError) => unknown;
       } = {},
@@ -154,7 +158,7 @@ export function createIdempotencyService({
       if (firstTry) {
         // A first try that failed wrote nothing (its statement is atomic): claim as usual.
         const first = await Promise.resolve()
-          .then(() => firstTry({ requestHash: hash, ttlHours: TTL_HOURS }))
+          .then(() => firstTry({ ref, requestHash: hash, ttlHours: TTL_HOURS }))
           .catch(() => undefined);
         if (first) return { ...first, replayed: false };
       }

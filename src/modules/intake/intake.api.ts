@@ -7,6 +7,7 @@ import {
   checkIdempotencyKey,
   type IdempotencyService,
   type StoreAnswer,
+  type StoredAnswer,
 } from '../idempotency/idempotency.service.ts';
 import {
   idempotencyKeyOf,
@@ -64,19 +65,6 @@ function s2Response(outcome: IntakeOutcome) {
   };
 }
 
-/**
- * S1 answers 200 whatever became of the lead, and its answer names the lead's `created_at`: the
- * answer is stored so, after the write that gives that time.
- */
-function s1Store(store: StoreAnswer): StoreAnswer {
-  return {
-    ref: store.ref,
-    save: (tx, answer, settling) => store.save(tx, { ...answer, status: 200 }, settling),
-    saved: () => store.saved(),
-    namesWriteTime: true,
-  };
-}
-
 /** What S1 adds to its answers when a lead asked for a booking: the booking and its warnings. */
 function s1Booking(outcome: IntakeOutcome) {
   if (outcome.booking === undefined) return {};
@@ -129,26 +117,40 @@ export function createIntakeApi({
     bodyWarnings: Warning[] = [],
   ): Promise<Answer> {
     const rawKey = idempotencyKeyOf(body, headerKey);
-    const run = async (store?: Parameters<IntakeService['intakeOne']>[3]) => {
+    const run = async (store?: StoreAnswer) => {
       const handover = readS2Body(body, ctx.modules);
       handover.warnings.unshift(...bodyWarnings);
       const { status, body: answer } = await intake.intakeOne(ctx, handover, s2Response, store);
       return { status, body: answer };
     };
-    if (rawKey === undefined) return { ...(await run()), replayed: false };
-    const key = checkIdempotencyKey(rawKey);
     // A first request's write checks a remembered key itself; a stored answer is handed only to
     // a key checked live first.
-    const ref = { scope, key };
-    return idempotency.run(ctx.accountId, ref, body, (store) => run(store), {
+    return onceByKey(ctx, scope, rawKey, body, run, {
       beforeReplay: () => intake.checkKey(ctx),
       // A new record goes with the grouped creations, its answer stored by the same statement.
       firstTry: (claim) => {
         const handover = readS2Body(body, ctx.modules);
         handover.warnings.unshift(...bodyWarnings);
-        return intake.intakeOneClaiming(ctx, handover, s2Response, { ref, ...claim });
+        return intake.intakeOneClaiming(ctx, handover, s2Response, claim);
       },
     });
+  }
+
+  /**
+   * Runs `work` at most once per idempotency key (`rawKey` as sent, checked here; decisions §4),
+   * or, without a key, once as it is.
+   */
+  async function onceByKey(
+    ctx: IntakeContext,
+    scope: string,
+    rawKey: unknown,
+    body: unknown,
+    work: (store?: StoreAnswer) => Promise<StoredAnswer>,
+    options?: Parameters<IdempotencyService['run']>[4],
+  ): Promise<Answer> {
+    if (rawKey === undefined) return { ...(await work()), replayed: false };
+    const key = checkIdempotencyKey(rawKey);
+    return idempotency.run(ctx.accountId, { scope, key }, body, work, options);
   }
 
   return {
@@ -272,9 +274,7 @@ export function createIntakeApi({
           },
         };
       };
-      if (headerKey === undefined || headerKey === '') return { ...(await work()), replayed: false };
-      const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);
-      return idempotency.run(ctx.accountId, { scope: BULK_SCOPE, key }, body, work);
+      return onceByKey(ctx, BULK_SCOPE, idempotencyKeyOf(undefined, headerKey), body, work);
     },
 
     /**
@@ -296,12 +296,16 @@ export function createIntakeApi({
             ...booking,
           };
         };
-        const { body: answered } = await intake.intakeOne(ctx, handover, answer, store && s1Store(store));
-        return { status: 200, body: answered };
+        // S1's answer names the lead's created_at: stored after the write that gives that time.
+        const { status, body: answered } = await intake.intakeOne(
+          ctx,
+          handover,
+          answer,
+          store && { ...store, namesWriteTime: true },
+        );
+        return { status, body: answered };
       };
-      if (headerKey === undefined || headerKey === '') return { ...(await run()), replayed: false };
-      const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);
-      return idempotency.run(ctx.accountId, { scope: S1_LEAD_SCOPE, key }, body, run, {
+      return onceByKey(ctx, S1_LEAD_SCOPE, idempotencyKeyOf(undefined, headerKey), body, run, {
         beforeReplay: () => intake.checkKey(ctx),
         errorBody: s1Body,
       });
@@ -360,9 +364,9 @@ export function createIntakeApi({
         );
         return { status: 200, body: answered };
       };
-      if (headerKey === undefined || headerKey === '') return { ...(await work()), replayed: false };
-      const key = checkIdempotencyKey(Array.isArray(headerKey) ? headerKey[0] : headerKey);
-      return idempotency.run(ctx.accountId, { scope: S1_BULK_SCOPE, key }, body, work, { errorBody: s1Body });
+      return onceByKey(ctx, S1_BULK_SCOPE, idempotencyKeyOf(undefined, headerKey), body, work, {
+        errorBody: s1Body,
+      });
     },
   };
 }

@@ -172,9 +172,12 @@ function answersAlways200(ctx: IntakeContext): boolean {
   return ctx.endpoint.startsWith('s1.');
 }
 
-/** The status a log entry records: the one the sender was answered with. */
-function loggedStatus(ctx: IntakeContext, status: number): number {
-  return answersAlways200(ctx) && status < 300 ? 200 : status;
+/**
+ * The status a taken-in handover is answered with, stored with its idempotency key and recorded
+ * in its log entry: S2's 201 or 200, S1's 200 for either.
+ */
+function answeredStatus(ctx: IntakeContext, status: 200 | 201): number {
+  return answersAlways200(ctx) ? 200 : status;
 }
 
 /** What became of a handover, in the words of the intake log. */
@@ -416,7 +419,7 @@ export function createIntakeService({
         if (ctx.key) ctx.key.checked = true;
         if (grouped.kind === 'refused') return undefined;
         outcome.createdAt = iso(grouped.createdAt);
-        return { status: 201, body: answer(outcome), outcome };
+        return { status: answeredStatus(ctx, 201), body: answer(outcome), outcome };
       }
     }
     const webhooks = await outbound.subscribers(ctx.accountId, 'record.created');
@@ -427,7 +430,7 @@ export function createIntakeService({
         endpoint: ctx.endpoint,
         entityKey: entity.key,
         warnings: outcome.warnings,
-        statusCode: loggedStatus(ctx, 201),
+        statusCode: answeredStatus(ctx, 201),
         source: row.source,
       },
       logged: item.log !== null,
@@ -441,7 +444,7 @@ export function createIntakeService({
     if (webhooks.length > 0) outbound.enqueued();
     store?.saved();
     outcome.createdAt = iso(created.record.created_at);
-    return { status: 201, body: answer(outcome), outcome };
+    return { status: answeredStatus(ctx, 201), body: answer(outcome), outcome };
   }
 
   /** Notes of a handover; on an existing record each is a `note.added` webhook too. */
@@ -691,7 +694,7 @@ export function createIntakeService({
       requestId: ctx.requestId,
       endpoint: ctx.endpoint,
       outcome: outcomeOf(result),
-      statusCode: loggedStatus(ctx, statusCode),
+      statusCode,
       recordId: result.recordId,
       entityKey: result.entityKey,
       source: handover.source ?? ctx.sourceName ?? 'api',
@@ -894,7 +897,7 @@ export function createIntakeService({
               outcome.warnings.push(...batch.warnings);
             }
             const run = await distributeWithin(ctx, tx, handover, outcome);
-            const status = outcome.created ? 201 : 200;
+            const status = answeredStatus(ctx, outcome.created ? 201 : 200);
             const body = answer(outcome);
             if (!ctx.loggedByCall) {
               await intakeLog.log(ctx.accountId, [logOutcome(ctx, handover, outcome, status)], tx);
