@@ -10,6 +10,7 @@ import { registerErrorHandling, sendError, toAppError } from './http/error-handl
 import { AppError } from './http/errors.ts';
 import { registerMultipart } from './http/multipart.ts';
 import { openapiOptions } from './http/openapi.ts';
+import { restoreOffsetPlus } from './http/query-times.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
@@ -130,7 +131,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorateRequest('entryProblems', null);
   app.addHook('preValidation', async (request) => settleBody(request));
-  app.addHook('preValidation', async (request) => checkRequestInput(request));
+  app.addHook('preValidation', async (request) => {
+    checkRequestInput(request);
+    restoreOffsetPlus(request.query);
+  });
 
   app.addSchema(S2Error);
   app.addSchema(S1Error);

@@ -11,6 +11,19 @@ export function ifThen(condition: object, consequence: object): { if: object; th
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const Timestamp = Type.String({ format: 'date-time' });
+
+/** A timestamp in a query string (a filter's bound): ISO 8601 with an offset, at most 64 characters. */
+export const QueryTimestamp = (description: string) =>
+  Type.String({ format: 'date-time', maxLength: 64, description });
+
+/** A time filter's bound in a query string: a date (YYYY-MM-DD, UTC) or a timestamp with an offset. */
+export const QueryDateOrTimestamp = (description: string) =>
+  Type.Union(
+    [Type.String({ format: 'date', maxLength: 10 }), Type.String({ format: 'date-time', maxLength: 64 })],
+    {
+      description,
+    },
+  );
 export const IdParams = Type.Object({ id: Uuid });
 
 /**

@@ -177,6 +177,14 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         key: account.apiKey,
       });
       expect(filtered.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[0]]);
+      // The same window with offsets whose + went unescaped (decoded as spaces).
+      const unescaped = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments?from=2027-03-23T01:00:00+01:00&to=2027-03-24T01:00:00+01:00&calendar_id=${calendar.id}`,
+        key: account.apiKey,
+      });
+      expect(unescaped.statusCode, unescaped.body).toBe(200);
+      expect(unescaped.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[0]]);
       const one = await t.request({
         method: 'GET',
         url: `/api/v1/booking/appointments/${ids[0]}`,

@@ -87,6 +87,10 @@ describe.each(TEST_DATABASES)('intake log filters on %s', (kind) => {
       expect((await entries('?created_to=2000-01-01')).length).toBe(0);
       const future = new Date(Date.now() + 3_600_000).toISOString();
       expect((await entries(`?created_from=${encodeURIComponent(future)}`)).length).toBe(0);
+      // An offset's + sent unescaped (decoded as a space) is read as the +.
+      const futureWithOffset = future.replace('Z', '+00:00');
+      expect((await entries(`?created_from=${futureWithOffset}`)).length).toBe(0);
+      expect((await entries(`?created_to=${futureWithOffset}`)).length).toBe(4);
       const first = await log('?entity=lead&limit=3');
       expect(first.json().entries.length).toBe(3);
       const cursor = first.json().next_cursor;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Cursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Cursor, QueryDateOrTimestamp, Timestamp, Uuid } from '../../http/schemas.ts';
 import { DELIVERIES_DEFAULT_LIMIT, DELIVERIES_MAX_LIMIT } from './deliveries.service.ts';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'returned'] as const;
@@ -85,17 +85,14 @@ export const Delivery = Type.Object({
   run_id: Uuid,
 });
 
-const DateOrTimestamp = (description: string) =>
-  Type.Union([Type.String({ format: 'date' }), Type.String({ format: 'date-time' })], { description });
-
 export const DeliveriesQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ enum: [...DELIVERY_STATUSES] })),
     partner_id: Type.Optional(Uuid),
     record_id: Type.Optional(Type.String({ format: 'uuid', description: "only this record's deliveries" })),
-    from: Type.Optional(DateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC')),
+    from: Type.Optional(QueryDateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC')),
     to: Type.Optional(
-      DateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
+      QueryDateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
     ),
     limit: Type.Optional(
       Type.Integer({

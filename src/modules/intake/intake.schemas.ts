@@ -4,6 +4,7 @@ import {
   FieldValues,
   IdempotencyKey,
   NextCursor,
+  QueryDateOrTimestamp,
   Timestamp,
   Uuid,
   Warning,
@@ -330,12 +331,6 @@ const IntakeLogItem = Type.Object(
 
 export const INTAKE_LOG_OUTCOMES = ['created', 'updated', 'unchanged', 'refused', 'spam', 'bulk'] as const;
 
-const TimeBound = (description: string) =>
-  Type.Union(
-    [Type.String({ format: 'date', maxLength: 10 }), Type.String({ format: 'date-time', maxLength: 64 })],
-    { description },
-  );
-
 /** Filters of the intake log (all optional, combined with and), and its paging. */
 export const IntakeLogQuery = Type.Object({
   outcome: Type.Optional(
@@ -367,9 +362,11 @@ export const IntakeLogQuery = Type.Object({
     }),
   ),
   created_from: Type.Optional(
-    TimeBound('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+    QueryDateOrTimestamp('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
   ),
-  created_to: Type.Optional(TimeBound('entries written at or before; a date includes that whole day (UTC)')),
+  created_to: Type.Optional(
+    QueryDateOrTimestamp('entries written at or before; a date includes that whole day (UTC)'),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
   cursor: Type.Optional(Cursor),
 });

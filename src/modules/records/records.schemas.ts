@@ -1,5 +1,14 @@
 import { Type } from 'typebox';
-import { Cursor, FieldValues, NextCursor, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
+import {
+  Cursor,
+  FieldValues,
+  NextCursor,
+  QueryDateOrTimestamp,
+  QueryTimestamp,
+  Timestamp,
+  Uuid,
+  Warning,
+} from '../../http/schemas.ts';
 import { KEY_PATTERN } from '../entities/entities.schemas.ts';
 
 export const DocumentOut = Type.Object({
@@ -62,20 +71,12 @@ export const RecordHistory = Type.Object({
 
 export const RecordList = Type.Object({ records: Type.Array(RecordOut), next_cursor: NextCursor });
 
-const DateOrTimestamp = (description: string) =>
-  Type.Union(
-    [Type.String({ format: 'date', maxLength: 10 }), Type.String({ format: 'date-time', maxLength: 64 })],
-    {
-      description,
-    },
-  );
-
 export const RECORD_ORDERS = ['updated', 'newest'] as const;
 
 export const RecordListQuery = Type.Object({
   entity: Type.Optional(Type.String({ maxLength: 100 })),
   updated_since: Type.Optional(
-    Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 timestamp with offset' }),
+    QueryTimestamp('records updated at or after this ISO 8601 timestamp with offset'),
   ),
   stage: Type.Optional(
     Type.String({ minLength: 1, maxLength: 100, description: 'records in the stage of this name (CRM)' }),
@@ -87,10 +88,10 @@ export const RecordListQuery = Type.Object({
     Type.String({ minLength: 1, maxLength: 200, description: 'records whose origin source has this name' }),
   ),
   created_from: Type.Optional(
-    DateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+    QueryDateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
   ),
   created_to: Type.Optional(
-    DateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
+    QueryDateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
   ),
   q: Type.Optional(
     Type.String({
