@@ -1,6 +1,7 @@
 import type { ParsedMail } from 'mailparser';
 import ical, { type VEvent } from 'node-ical';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { whenText } from '../../src/modules/booking/booking.emails.ts';
 import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -115,5 +116,24 @@ describe.each(TEST_DATABASES)('booking emails through SMTP on %s', (kind) => {
         .execute();
       expect(emails).toEqual([]);
     });
+  });
+});
+
+describe('the time an appointment email names', () => {
+  it('names the zone of a start or end in the hour that repeats when summer time ends', () => {
+    const at = (iso: string) => new Date(iso);
+    expect(whenText(at('2026-10-25T01:30:00Z'), at('2026-10-25T02:00:00Z'), 'Europe/Berlin')).toBe(
+      'Sunday, 25 October 2026, 02:30 CET–03:00 (Europe/Berlin)',
+    );
+    expect(whenText(at('2026-10-25T00:00:00Z'), at('2026-10-25T00:30:00Z'), 'Europe/Berlin')).toBe(
+      'Sunday, 25 October 2026, 02:00 CEST–02:30 CEST (Europe/Berlin)',
+    );
+    // Any other night: the clock time alone, also across the hour that spring skips.
+    expect(whenText(at('2027-03-28T00:30:00Z'), at('2027-03-28T01:00:00Z'), 'Europe/Berlin')).toBe(
+      'Sunday, 28 March 2027, 01:30–03:00 (Europe/Berlin)',
+    );
+    expect(whenText(at('2026-11-01T05:30:00Z'), at('2026-11-01T06:00:00Z'), 'America/New_York')).toBe(
+      'Sunday, 1 November 2026, 01:30 GMT-4–01:00 GMT-5 (America/New_York)',
+    );
   });
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
-import { appointmentCount, createCalendar, recordWithLink } from './support.ts';
+import { appointmentCount, createCalendar, recordWithLink, testClock } from './support.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
@@ -252,5 +252,70 @@ describe.each(TEST_DATABASES)('the public booking page on %s', (kind) => {
       ]);
       await context.close();
     });
+  });
+});
+
+/** The night summer time ends in Berlin (2026-10-25): 02:00–02:59 happen twice, CEST then CET. */
+describe.each(TEST_DATABASES)('the booking page in the hour that repeats, on %s', (kind) => {
+  let t: TestApp;
+  let base = 'http://127.0.0.1:0';
+  let browser: Browser;
+  beforeAll(async () => {
+    const clock = testClock('2026-10-24T08:00:00Z');
+    t = await startTestApp(kind, { publicUrl: () => base, now: clock.now });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  /** The labels of 25 October's slots from 01:30 to 03:00 local, in the page's order. */
+  const nightLabels = (labels: string[]) => labels.slice(3, 9);
+  const NIGHT = ['01:30', '02:00 CEST', '02:30 CEST', '02:00 CET', '02:30 CET', '03:00'];
+  const REPEATED_SECOND = '2026-10-25T01:30:00.000Z';
+
+  async function linkPage() {
+    const account = await accountWithLeads(t, { modules: ['booking'] });
+    await createCalendar(t, account, ALWAYS_OPEN);
+    const link = await recordWithLink(t, account);
+    return { account, url: `${link.url}?tz=Europe%2FBerlin&week=2026-10-25` };
+  }
+
+  it('labels the two 02:30s with their zone names in the HTML, and the confirmation names the one booked', async () => {
+    const { url } = await linkPage();
+    const shown = await t.app.inject({ method: 'GET', url: new URL(url).pathname + new URL(url).search });
+    expect(shown.statusCode).toBe(200);
+    const day = /<legend>Sunday 25 October<\/legend>(.*?)<\/fieldset>/s.exec(shown.body)![1]!;
+    const labels = [...day.matchAll(/<label for="[^"]+">([^<]+)<\/label>/g)].map((match) => match[1]!);
+    expect(labels.slice(0, 3)).toEqual(['00:00', '00:30', '01:00']);
+    expect(nightLabels(labels)).toEqual(NIGHT);
+    expect(labels).toContain('12:00');
+    expect(day).toContain(`value="${REPEATED_SECOND}"`);
+    const path = new URL(url).pathname;
+    const posted = await t.app.inject({
+      method: 'POST',
+      url: path,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `starts_at=${encodeURIComponent(REPEATED_SECOND)}&tz=Europe%2FBerlin`,
+    });
+    expect(posted.statusCode, posted.body).toBe(303);
+    const confirmed = await t.app.inject({ method: 'GET', url: String(posted.headers.location) });
+    expect(confirmed.body).toContain('Sunday 25 October 2026, 02:30 CET–03:00');
+  });
+
+  it.skipIf(!hasChromium)('labels them the same when the page’s script renders the slots', async () => {
+    const { url } = await linkPage();
+    const context = await browser.newContext({ timezoneId: 'Europe/Berlin' });
+    const tab = await context.newPage();
+    tab.setDefaultTimeout(5_000);
+    await tab.goto(url);
+    await tab.locator('#slots[data-loaded="true"]').waitFor();
+    const day = tab.locator('#slots fieldset', { hasText: 'Sunday 25 October' });
+    const labels = await day.locator('label').allTextContents();
+    expect(nightLabels(labels)).toEqual(NIGHT);
+    await context.close();
   });
 });

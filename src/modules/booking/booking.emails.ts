@@ -7,6 +7,7 @@ import ical, {
 import { DateTime } from 'luxon';
 import { escapeHtml } from '../../lib/text.ts';
 import type { EmailContent } from '../../outbound/mail-sender.ts';
+import { clockTime } from './booking.clock.ts';
 
 export interface AppointmentMail {
   id: string;
@@ -58,7 +59,7 @@ export function icsOf(mail: AppointmentMail, method: 'REQUEST' | 'CANCEL'): stri
 export function whenText(startsAt: Date, endsAt: Date, timeZone: string): string {
   const start = DateTime.fromJSDate(startsAt, { zone: timeZone }).setLocale('en-GB');
   const end = DateTime.fromJSDate(endsAt, { zone: timeZone }).setLocale('en-GB');
-  return `${start.toFormat('cccc, d LLLL yyyy, HH:mm')}–${end.toFormat('HH:mm')} (${timeZone})`;
+  return `${start.toFormat('cccc, d LLLL yyyy')}, ${clockTime(start)}–${clockTime(end)} (${timeZone})`;
 }
 
 /** The confirmation (with an invitation) or the cancellation (with a cancelling .ics) of an appointment. */

@@ -1,6 +1,7 @@
 import { DateTime } from 'luxon';
 import { htmlDocument } from '../../lib/html.ts';
 import { escapeHtml } from '../../lib/text.ts';
+import { clockTime } from './booking.clock.ts';
 import { isValidTimeZone } from './booking.rules.ts';
 
 /**
@@ -52,7 +53,7 @@ export function weekStart(asked: unknown, zone: string, now: Date): DateTime {
 export function whenIn(startsAt: Date, endsAt: Date, zone: string): string {
   const start = DateTime.fromJSDate(startsAt, { zone }).setLocale(LOCALE);
   const end = DateTime.fromJSDate(endsAt, { zone }).setLocale(LOCALE);
-  return `${start.toFormat('cccc d LLLL yyyy, HH:mm')}–${end.toFormat('HH:mm')}`;
+  return `${start.toFormat('cccc d LLLL yyyy')}, ${clockTime(start)}–${clockTime(end)}`;
 }
 
 function layout(title: string, body: string, script = false): string {
@@ -125,7 +126,7 @@ function slotFieldsets(slots: SlotPageView['slots'], zone: string): string {
     const day = local.toFormat('cccc d LLLL');
     const value = slot.startsAt.toISOString();
     const id = `slot-${slot.startsAt.getTime()}`;
-    const item = `<li><input type="radio" name="starts_at" id="${id}" value="${value}" required><label for="${id}">${local.toFormat('HH:mm')}</label></li>`;
+    const item = `<li><input type="radio" name="starts_at" id="${id}" value="${value}" required><label for="${id}">${escapeHtml(clockTime(local))}</label></li>`;
     days.set(day, [...(days.get(day) ?? []), item]);
   }
   return [...days]

@@ -31,13 +31,25 @@
       day: 'numeric',
       month: 'long',
     }).format(date);
-  const timeLabel = (date, zone) =>
+  const clock = (date, zone) =>
     new Intl.DateTimeFormat('en-GB', {
       timeZone: zone,
       hour: '2-digit',
       minute: '2-digit',
       hourCycle: 'h23',
     }).format(date);
+  /** HH:mm, with the zone's short name when the clock shows that time twice that night (as the page does). */
+  const timeLabel = (date, zone) => {
+    const time = clock(date, zone);
+    const repeated = [30, 60].some((minutes) =>
+      [-1, 1].some((sign) => clock(new Date(date.getTime() + sign * minutes * 60_000), zone) === time),
+    );
+    if (!repeated) return time;
+    const name = new Intl.DateTimeFormat('en-GB', { timeZone: zone, timeZoneName: 'short' })
+      .formatToParts(date)
+      .find((part) => part.type === 'timeZoneName');
+    return name ? `${time} ${name.value}` : time;
+  };
 
   function element(tag, attributes, text) {
     const node = document.createElement(tag);
