@@ -45,3 +45,13 @@ const HTML_ESCAPES: Record<string, string> = {
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
+
+/**
+ * The form in which the service compares what people typed (duplicate keys, email look-ups,
+ * select options): trimmed, lower case and in Unicode's composed form (NFC), so that a letter
+ * written with its accent as one character (`ü`, U+00FC) and as two (`u` + U+0308, as some
+ * keyboards and systems send it) is the same letter. Stored values keep the spelling given.
+ */
+export function matchingForm(text: string): string {
+  return text.trim().toLowerCase().normalize('NFC');
+}

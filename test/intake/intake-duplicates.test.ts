@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads } from '../helpers/fixtures.ts';
+import { accountWithLeads, putEntity } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on %s', (kind) => {
   let t: TestApp;
@@ -154,6 +154,55 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
         key: account.apiKey,
       });
       expect(read.json().fields).toMatchObject({ first_name: 'Anna', phone: '+49 30 123456' });
+    });
+
+    it('compares letters with accents the same whether sent composed or decomposed (NFC)', async () => {
+      const account = await accountWithLeads(t, {
+        duplicateRule: { match: ['last_name'], action: 'update' },
+      });
+      // "Müller" with ü as one character (U+00FC), then as u + combining diaeresis (U+0308).
+      const composed = 'M\u00fcller';
+      const decomposed = 'Mu\u0308ller';
+      const first = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'j\u00fcrgen@b.co', last_name: composed, interest: 'Solar' },
+      });
+      expect(first.statusCode, first.body).toBe(201);
+      const second = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'j\u00fcrgen@b.co', last_name: ` ${decomposed.toUpperCase()} `, company: 'Acme' },
+      });
+      expect(second.statusCode, second.body).toBe(200);
+      expect(second.json()).toMatchObject({ id: first.json().id, created: false, updated: true });
+      // Notes find the record by its email in either form; stored values keep the spelling sent.
+      const note = await t.request({
+        method: 'POST',
+        url: '/api/v1/notes',
+        key: account.apiKey,
+        body: { email: 'JU\u0308RGEN@b.co', body: 'Called back' },
+      });
+      expect(note.statusCode, note.body).toBe(201);
+      expect(note.json().record_id).toBe(first.json().id);
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${first.json().id}`,
+        key: account.apiKey,
+      });
+      expect(read.json().fields).toMatchObject({ company: 'Acme', email: 'j\u00fcrgen@b.co' });
+      expect(read.json().fields.last_name).toBe(` ${decomposed.toUpperCase()} `.trim());
+      // A select option is found the same way, and stored in the option's own spelling.
+      await putEntity(t, account, 'roof', {
+        name: 'Roof',
+        fields: [{ key: 'kind', label: 'Kind', type: 'select', options: ['\u00dcberdachung', 'Flachdach'] }],
+      });
+      const roof = await intake(account, { entity: 'roof', fields: { kind: 'u\u0308berdachung' } });
+      expect(roof.statusCode, roof.body).toBe(201);
+      const stored = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${roof.json().id}`,
+        key: account.apiKey,
+      });
+      expect(stored.json().fields.kind).toBe('\u00dcberdachung');
     });
 
     it('ignore: changes nothing and warns duplicate', async () => {

@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
-import { truncate } from '../../lib/text.ts';
+import { matchingForm, truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
@@ -142,7 +142,7 @@ export function createNotesService({
       noteId: timeOrderedId(),
       uncheckedKeyId: key && !key.checked ? key.keyId : null,
       recordId: input.record ?? null,
-      emailLc: input.record ? null : input.email!.trim().toLowerCase(),
+      emailLc: input.record ? null : matchingForm(input.email!),
       entityId,
       kind,
       body: input.body,
@@ -185,7 +185,7 @@ export function createNotesService({
     }
     const matches = await reads.findByEmail(
       accountId,
-      input.email.trim().toLowerCase(),
+      matchingForm(input.email),
       entityId,
       MAX_LISTED_MATCHES,
     );

@@ -1,5 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
-import { truncate } from '../../lib/text.ts';
+import { matchingForm, truncate } from '../../lib/text.ts';
 import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
 
 /** Longest text value (decisions §4); textareas take more. */
@@ -146,8 +146,8 @@ function coerceDatetime(field: FieldDef, value: unknown): Coerced {
 function matchOption(options: string[], value: string): string | undefined {
   const exact = options.find((option) => option === value);
   if (exact !== undefined) return exact;
-  const lowered = value.toLowerCase();
-  return options.find((option) => option.toLowerCase() === lowered);
+  const wanted = matchingForm(value);
+  return options.find((option) => matchingForm(option) === wanted);
 }
 
 function coerceSelect(field: FieldDef, value: unknown): Coerced {
@@ -286,7 +286,7 @@ export function emailFieldOf(fields: readonly { key: string; role?: string | nul
 export function emailOf(entity: Pick<EntityDef, 'fields'>, values: Record<string, unknown>): string | null {
   const field = emailFieldOf(entity.fields);
   const value = field ? values[field] : undefined;
-  return typeof value === 'string' && value.trim() !== '' ? value.trim().toLowerCase() : null;
+  return typeof value === 'string' && value.trim() !== '' ? matchingForm(value) : null;
 }
 
 /**
@@ -317,7 +317,7 @@ export function dedupeKeyOf(
   for (const key of rule.match) {
     const value = values[key];
     if (isEmptyValue(value)) return null;
-    parts.push(String(value).trim().toLowerCase());
+    parts.push(matchingForm(String(value)));
   }
   return parts.join('\u001f');
 }
