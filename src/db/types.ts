@@ -306,6 +306,8 @@ export interface OutboundMessagesTable {
   last_error: string | null;
   notify: string | null;
   ref: string | null;
+  /** What sent the message, when its attempts are listed by it (an automation; migration 0023). */
+  origin_id: string | null;
   created_at: CreatedAt;
   finished_at: NullableTimestamp;
   /** A successful attempt kept on the message (no attempt row): its HTTP status or SMTP reply code. */
@@ -320,6 +322,8 @@ export interface OutboundAttemptsTable {
   id: string;
   message_id: string;
   destination_id: string | null;
+  /** The message's origin_id, copied so that an origin's attempts are one index scan. */
+  origin_id: string | null;
   attempt: number;
   outcome: string;
   status_code: number | null;

@@ -115,3 +115,24 @@ export const NextCursor = Type.Union([Type.String(), Type.Null()]);
 export function iso(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
+
+/** One attempt to send an outbound message (a webhook's or an automation's), as listings show it. */
+export const MessageAttempt = Type.Object({
+  id: Uuid,
+  message_id: Uuid,
+  event: Type.String(),
+  attempt: Type.Integer(),
+  outcome: Type.String({ enum: ['delivered', 'failed'] }),
+  status_code: Type.Union([Type.Integer(), Type.Null()], {
+    description: "The receiver's HTTP status (webhooks) or the SMTP server's reply code (email)",
+  }),
+  response: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  duration_ms: Type.Integer(),
+  attempted_at: Timestamp,
+});
+
+export const MessageAttemptList = Type.Object({
+  attempts: Type.Array(MessageAttempt),
+  next_cursor: NextCursor,
+});

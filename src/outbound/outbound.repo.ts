@@ -12,6 +12,8 @@ export interface NewMessageRow {
   maxAttempts?: number | null;
   notify?: string | null;
   ref?: string | null;
+  /** What sent it, when its attempts are listed by that (an automation). */
+  originId?: string | null;
   /** Not due before this (a message this process sends itself at once). */
   notBefore?: Date;
 }
@@ -68,6 +70,9 @@ const DESTINATION_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const;
+
+/** Whose attempts a listing reads: a webhook destination's, or an origin's (an automation's). */
+export type AttemptsOf = { destinationId: string } | { originId: string };
 
 /** One attempt as the attempts listing reads it. */
 export interface AttemptRow {
@@ -129,6 +134,7 @@ export function createOutboundRepo(db: Executor) {
             max_attempts: row.maxAttempts ?? null,
             notify: row.notify ?? null,
             ref: row.ref ?? null,
+            origin_id: row.originId ?? null,
             next_attempt_at: row.notBefore ?? sql<Date>`now()`,
           })),
         )
@@ -177,11 +183,11 @@ export function createOutboundRepo(db: Executor) {
             finished_at = CASE WHEN ${attempt.status} = 'pending' THEN NULL ELSE now() END
           WHERE account_id = ${attempt.accountId}::uuid AND id = ${attempt.messageId}::uuid
             AND claim_id = ${attempt.claimId}::uuid
-          RETURNING account_id, id
+          RETURNING account_id, id, origin_id
         ), att AS (
-          INSERT INTO outbound_attempts (account_id, id, message_id, destination_id, attempt, outcome, status_code,
-            reply, error, duration_ms)
-          SELECT account_id, time_ordered_uuid(), id, ${attempt.destinationId}::uuid, ${attempt.attempt},
+          INSERT INTO outbound_attempts (account_id, id, message_id, destination_id, origin_id, attempt, outcome,
+            status_code, reply, error, duration_ms)
+          SELECT account_id, time_ordered_uuid(), id, ${attempt.destinationId}::uuid, origin_id, ${attempt.attempt},
             ${attempt.ok ? 'delivered' : 'failed'}, ${attempt.statusCode}::int, ${attempt.reply}, ${attempt.error},
             ${attempt.durationMs}::int
           FROM msg
@@ -431,17 +437,22 @@ export function createOutboundRepo(db: Executor) {
     },
 
     /**
-     * A destination's attempts, newest first, after the cursor position: the attempt rows and
-     * the successful attempts kept on their messages (`finishDelivered`), each side read in its
-     * own index's order and merged.
+     * The attempts of a destination's messages, or of the messages one origin sent (an
+     * automation's), newest first, after the cursor position: the attempt rows and the
+     * successful attempts kept on their messages (`finishDelivered`), each side read in its own
+     * index's order and merged.
      */
     async listAttempts(
       accountId: string,
-      destinationId: string,
+      of: AttemptsOf,
       limit: number,
       after: { createdAt: string; id: string } | null,
       tx: Executor = db,
     ) {
+      const column = 'destinationId' in of ? 'destination_id' : 'origin_id';
+      const ownerId = 'destinationId' in of ? of.destinationId : of.originId;
+      const attemptOwner = sql.ref(`a.${column}`);
+      const messageOwner = sql.ref(`m.${column}`);
       const at = after ? new Date(after.createdAt) : null;
       const attemptsAfter = at ? sql`AND (a.created_at, a.id) < (${at}, ${after!.id}::uuid)` : sql``;
       const keptAfter = at ? sql`AND (m.finished_at, m.id) < (${at}, ${after!.id}::uuid)` : sql``;
@@ -451,7 +462,7 @@ export function createOutboundRepo(db: Executor) {
             a.duration_ms, a.created_at
           FROM outbound_attempts a
           JOIN outbound_messages m ON m.account_id = a.account_id AND m.id = a.message_id
-          WHERE a.account_id = ${accountId}::uuid AND a.destination_id = ${destinationId}::uuid
+          WHERE a.account_id = ${accountId}::uuid AND ${attemptOwner} = ${ownerId}::uuid
             ${attemptsAfter}
           ORDER BY a.created_at DESC, a.id DESC
           LIMIT ${limit})
@@ -459,7 +470,7 @@ export function createOutboundRepo(db: Executor) {
           (SELECT m.id, m.id AS message_id, m.event_type, m.attempts AS attempt, 'delivered' AS outcome, m.status_code,
             m.reply, NULL AS error, m.duration_ms, m.finished_at AS created_at
           FROM outbound_messages m
-          WHERE m.account_id = ${accountId}::uuid AND m.destination_id = ${destinationId}::uuid
+          WHERE m.account_id = ${accountId}::uuid AND ${messageOwner} = ${ownerId}::uuid
             AND m.duration_ms IS NOT NULL
             ${keptAfter}
           ORDER BY m.finished_at DESC, m.id DESC

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Db, Executor } from '../db/types.ts';
+import { iso } from '../http/schemas.ts';
 import { inBackground } from '../jobs/background.ts';
 import { createBatcher } from '../lib/batcher.ts';
+import { decodeCursor, pageOf } from '../lib/cursor.ts';
 import { timeOrderedId } from '../lib/ids.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import type { AttemptResult } from './attempt.ts';
@@ -10,6 +12,7 @@ import type { WebhookEvent } from './events.ts';
 import { createGuardedFetcher } from './guarded-fetch.ts';
 import { createMailSender, type EmailContent } from './mail-sender.ts';
 import {
+  type AttemptsOf,
   type ClaimedMessage,
   createOutboundRepo,
   type FinishedAttempt,
@@ -295,6 +298,8 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
         data: unknown;
         notify?: string;
         ref?: string;
+        /** What sent it, when its attempts are listed by that (an automation). */
+        originId?: string;
         maxAttempts?: number;
         /**
          * The caller sends it itself with `sendNow` after the commit: the dispatcher leaves it
@@ -312,6 +317,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
         payload: envelope(message.type, message.data),
         notify: message.notify,
         ref: message.ref,
+        originId: message.originId,
         maxAttempts: message.maxAttempts,
       };
       if (message.sendHere) {
@@ -327,7 +333,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
       tx: Executor,
       accountId: string,
       content: EmailContent,
-      options: { type?: string; notify?: string; ref?: string } = {},
+      options: { type?: string; notify?: string; ref?: string; originId?: string } = {},
     ): Promise<string> {
       const id = timeOrderedId();
       await write(tx, accountId, [
@@ -339,6 +345,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
           payload: content,
           notify: options.notify,
           ref: options.ref,
+          originId: options.originId,
         },
       ]);
       return id;
@@ -463,6 +470,30 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     /** Deletes the messages of a destination its module deleted itself (with its attempts). */
     deleteMessagesOf(accountId: string, destinationId: string, tx: Executor = db) {
       return repo.deleteMessagesOf(accountId, destinationId, tx);
+    },
+
+    /**
+     * A page of the attempts of a destination's messages or of one origin's (an automation's),
+     * newest first, as the attempts listings answer it.
+     */
+    async attemptsPage(accountId: string, of: AttemptsOf, limit: number, cursor: string | undefined) {
+      const rows = await repo.listAttempts(accountId, of, limit + 1, decodeCursor(cursor));
+      const page = pageOf(rows, limit);
+      return {
+        attempts: page.items.map((row) => ({
+          id: row.id,
+          message_id: row.message_id,
+          event: row.event_type,
+          attempt: row.attempt,
+          outcome: row.outcome,
+          status_code: row.status_code,
+          response: row.reply,
+          error: row.error,
+          duration_ms: row.duration_ms,
+          attempted_at: iso(row.created_at),
+        })),
+        next_cursor: page.nextCursor,
+      };
     },
 
     /** Messages and attempts past `maxAgeMs` go (maintenance). */

@@ -66,6 +66,15 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
     (
       await t.request({ method: 'GET', url: `/api/v1/records/${id}/history?limit=500`, key: account.apiKey })
     ).json().events;
+  const attemptsOf = async (account: TestAccount, automationId: string, query = '') => {
+    const response = await t.request({
+      method: 'GET',
+      url: `/api/v1/settings/automations/${automationId}/attempts${query}`,
+      key: account.apiKey,
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    return response.json() as { attempts: Record<string, any>[]; next_cursor: string | null };
+  };
   const resultOf = (account: TestAccount, id: string, count = 1) =>
     waitFor(
       async () => {
@@ -286,6 +295,28 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
           data: { reason: 'delivery_failed', attempts: 3 },
         });
         expect(failing.received).toHaveLength(3);
+        // Every attempt, the retries included, is listed under the automation, newest first.
+        const messageId = failed!.data.message_id;
+        expect(failing.received.map((r) => r.headers['webhook-id'])).toEqual([
+          messageId,
+          messageId,
+          messageId,
+        ]);
+        const { attempts, next_cursor } = await attemptsOf(account, created.json().id);
+        expect(next_cursor).toBeNull();
+        expect(attempts.map((a) => [a.attempt, a.outcome, a.status_code])).toEqual([
+          [3, 'failed', 500],
+          [2, 'failed', 500],
+          [1, 'failed', 500],
+        ]);
+        expect(new Set(attempts.map((a) => a.message_id))).toEqual(new Set([messageId]));
+        expect(attempts[0]).toMatchObject({ event: 'record.stage_changed', error: expect.any(String) });
+        // Paged with the cursor, without gaps or repeats.
+        const first = await attemptsOf(account, created.json().id, '?limit=2');
+        expect(first.attempts).toHaveLength(2);
+        const rest = await attemptsOf(account, created.json().id, `?limit=2&cursor=${first.next_cursor}`);
+        expect([...first.attempts, ...rest.attempts].map((a) => a.id)).toEqual(attempts.map((a) => a.id));
+        expect(rest.next_cursor).toBeNull();
       } finally {
         await failing.close();
       }
@@ -314,6 +345,16 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       const token = /rt_[A-Za-z0-9_-]+/.exec(String(mail.text))![0];
       const [ran] = await resultOf(account, id);
       expect(ran?.type).toBe('automation_ran');
+      // The email's attempt is listed under the automation with the SMTP server's reply.
+      const { attempts } = await attemptsOf(account, created.json().id);
+      expect(attempts).toHaveLength(1);
+      expect(attempts[0]).toMatchObject({
+        attempt: 1,
+        outcome: 'delivered',
+        event: 'automation.email',
+        status_code: 250,
+        error: null,
+      });
       const patched = await t.request({
         method: 'PATCH',
         url: '/api/v1/records',
@@ -517,6 +558,11 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       });
       const url = `/api/v1/settings/automations/${created.json().id}`;
       expect((await t.request({ method: 'GET', url, key: other.apiKey })).statusCode).toBe(404);
+      expect((await t.request({ method: 'GET', url: `${url}/attempts`, key: other.apiKey })).statusCode).toBe(
+        404,
+      );
+      // A note sends no message: its automation has no attempts (the result is in the history).
+      expect((await attemptsOf(account, created.json().id)).attempts).toEqual([]);
       expect(
         (await t.request({ method: 'PATCH', url, key: other.apiKey, body: { enabled: false } })).statusCode,
       ).toBe(404);
@@ -542,6 +588,14 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
         key: reader.json().key,
       });
       expect(list.statusCode).toBe(403);
+      const attempts = await t.request({ method: 'GET', url: `${url}/attempts`, key: reader.json().key });
+      expect(attempts.statusCode).toBe(403);
+      const unknown = await t.request({
+        method: 'GET',
+        url: `/api/v1/settings/automations/${randomUUID()}/attempts`,
+        key: account.apiKey,
+      });
+      expect(unknown.statusCode).toBe(404);
     });
   });
 });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
-import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import { IdParams, MessageAttemptList, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   Automation,
   AutomationList,
@@ -87,6 +87,23 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
     },
     async (request) =>
       automations.update(accountIdOf(request), request.params.id, request.body, modulesOf(request)),
+  );
+
+  app.get(
+    '/api/v1/settings/automations/:id/attempts',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'listAutomationAttempts',
+        summary:
+          "Attempts to send the automation's webhook or email messages, newest first (retries included; other actions send none)",
+        params: IdParams,
+        querystring: PageQuery,
+        response: { 200: MessageAttemptList, ...s2Errors },
+      },
+    },
+    async (request) => automations.attempts(accountIdOf(request), request.params.id, request.query),
   );
 
   app.delete(

@@ -481,6 +481,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             },
             notify: OUTCOME_HOOK,
             ref,
+            originId: row.id,
           }),
         );
         return ran ? { enqueued: 'webhook' } : alreadyRan;
@@ -513,7 +514,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
               text: html ? render(body.replace(/<[^>]*>/g, ''), values(token)) : render(body, values(token)),
               ...(html ? { html: render(body, values(token), true) } : {}),
             },
-            { type: 'automation.email', notify: OUTCOME_HOOK, ref },
+            { type: 'automation.email', notify: OUTCOME_HOOK, ref, originId: row.id },
           ),
         );
         return ran ? { enqueued: 'email' } : alreadyRan;
@@ -621,6 +622,15 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         });
       }
       return save(accountId, id, settings, checked, row, rotate);
+    },
+
+    /**
+     * The attempts of the messages the automation sent (webhook or email), newest first; a
+     * note, stage move or distribution sends none (its result is in the record's history).
+     */
+    async attempts(accountId: string, id: string, query: { limit?: number; cursor?: string }) {
+      await load(accountId, id);
+      return outbound.attemptsPage(accountId, { originId: id }, query.limit ?? 100, query.cursor);
     },
 
     async remove(accountId: string, id: string) {

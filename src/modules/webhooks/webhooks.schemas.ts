@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { MessageAttemptList, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 import { WEBHOOK_EVENTS } from '../../outbound/outbound.service.ts';
 
 /** Account webhooks per account: enough for every integration, bounded like every input. */
@@ -75,20 +75,5 @@ export const WebhookTestResult = Type.Object({
   duration_ms: Type.Integer(),
 });
 
-export const WebhookAttempt = Type.Object({
-  id: Uuid,
-  message_id: Uuid,
-  event: Type.String(),
-  attempt: Type.Integer(),
-  outcome: Type.String({ enum: ['delivered', 'failed'] }),
-  status_code: Type.Union([Type.Integer(), Type.Null()]),
-  response: Type.Union([Type.String(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()]),
-  duration_ms: Type.Integer(),
-  attempted_at: Timestamp,
-});
-
-export const WebhookAttemptList = Type.Object({
-  attempts: Type.Array(WebhookAttempt),
-  next_cursor: NextCursor,
-});
+/** A webhook's attempts: the shape every attempts listing shares. */
+export const WebhookAttemptList = MessageAttemptList;

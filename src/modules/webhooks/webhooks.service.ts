@@ -153,23 +153,7 @@ export function createWebhooksService({ db, outbound }: { db: Db; outbound: Outb
 
     async attempts(accountId: string, id: string, limit: number, cursor: string | undefined) {
       await find(accountId, id);
-      const rows = await outbound.repo.listAttempts(accountId, id, limit + 1, decodeCursor(cursor));
-      const page = pageOf(rows, limit);
-      return {
-        attempts: page.items.map((row) => ({
-          id: row.id,
-          message_id: row.message_id,
-          event: row.event_type,
-          attempt: row.attempt,
-          outcome: row.outcome,
-          status_code: row.status_code,
-          response: row.reply,
-          error: row.error,
-          duration_ms: row.duration_ms,
-          attempted_at: iso(row.created_at),
-        })),
-        next_cursor: page.nextCursor,
-      };
+      return outbound.attemptsPage(accountId, { destinationId: id }, limit, cursor);
     },
   };
 }
