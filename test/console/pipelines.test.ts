@@ -2,8 +2,10 @@
 // entity's PUT, an automation refused with the service's 422 next to its field, then created,
 // edited and deleted; a member does not get the screen; axe and a 375 px screenshot.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import type { TestAccount } from '../helpers/app.ts';
 import { oneDatabase } from '../helpers/databases.ts';
+import { type Receiver, startReceiver, waitFor } from '../outbound/receiver.ts';
 import { addPersonWithPassword, PASSWORD } from '../people/support.ts';
 import {
   type ConsoleServer,
@@ -17,15 +19,19 @@ import {
 } from './browser.ts';
 import { DEAL_ENTITY } from './crm-support.ts';
 
+const silent = { info() {}, warn() {}, error() {} };
+
 describe.skipIf(!hasChromium).each(oneDatabase('pglite'))(
   'the pipelines and automations settings on %s',
   (kind) => {
     let server: ConsoleServer;
     let account: TestAccount;
+    let receiver: Receiver;
+    let dispatcher: Dispatcher;
     const admin = 'admin@settings.test';
     const member = 'member@settings.test';
 
-    const call = async (method: 'GET' | 'PUT', url: string, body?: unknown) => {
+    const call = async (method: 'GET' | 'PUT' | 'POST', url: string, body?: unknown) => {
       const response = await server.t.request({ method, url, key: account.apiKey, body });
       expect(response.statusCode, response.body).toBeLessThan(300);
       return response.json();
@@ -40,7 +46,11 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))(
     }
 
     beforeAll(async () => {
-      server = await startConsoleServer(kind);
+      receiver = await startReceiver();
+      // Automations run from the queue and send through the engine, retried quickly here.
+      server = await startConsoleServer(kind, { queue: {}, outbound: { retryScheduleMs: [50, 50] } });
+      dispatcher = createDispatcher(server.t.services.outbound, silent, { idlePollMs: 20 });
+      dispatcher.start();
       account = await server.t.createAccount({ modules: ['crm'] });
       await call('PUT', '/api/v1/settings/entities/deal', DEAL_ENTITY);
       for (const [email, role] of [
@@ -50,7 +60,11 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))(
         await addPersonWithPassword(server.t, account, { email, role });
       }
     });
-    afterAll(async () => server?.close());
+    afterAll(async () => {
+      await dispatcher?.stop(1_000);
+      await server?.close();
+      await receiver?.close();
+    });
 
     it('adds a stage, orders it and saves the pipeline through the entity', async () => {
       const { context, page } = await openSettings(admin);
@@ -133,6 +147,45 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))(
         expect(pageProblems(page)).toEqual([]);
       } finally {
         await context.close();
+      }
+    }, 60_000);
+
+    it("shows a webhook automation's attempts, the retries of a failing receiver included", async () => {
+      receiver.answerAlways({ status: 503 });
+      const automation = await call('POST', '/api/v1/settings/automations', {
+        name: 'Tell the ERP',
+        entity: 'deal',
+        stage: 'Won',
+        action: { type: 'webhook', url: receiver.url },
+      });
+      receiver.verifyWith(automation.secret);
+      const record = await call('POST', '/api/v1/records', { entity: 'deal', fields: { first_name: 'Ida' } });
+      await call('POST', `/api/v1/crm/records/${record.id}/stage`, { stage: 'Won' });
+      const url = `/api/v1/settings/automations/${automation.id}/attempts`;
+      await waitFor(async () => (await call('GET', url)).attempts.length === 3, 15_000, 'three attempts');
+      const { context, page } = await openSettings(admin);
+      try {
+        const toggle = page.getByRole('button', { name: 'Attempts of Tell the ERP' });
+        expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+        await toggle.click();
+        const attempts = page.getByRole('grid', { name: 'Recent attempts' });
+        const rows = attempts.getByRole('row').filter({ hasText: 'record.stage_changed' });
+        await expect.poll(() => rows.count()).toBe(3);
+        for (const row of await rows.all()) {
+          expect(await row.textContent()).toContain('failed');
+          expect(await row.textContent()).toContain('503');
+        }
+        expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+        await checkAccessibility(page, 'automation attempts');
+        await screenshot(page, `settings-automation-attempts-${kind}`);
+        expect(pageProblems(page)).toEqual([]);
+      } finally {
+        await context.close();
+        await server.t.request({
+          method: 'DELETE',
+          url: `/api/v1/settings/automations/${automation.id}`,
+          key: account.apiKey,
+        });
       }
     }, 60_000);
 

@@ -7,6 +7,7 @@ import { Button, Checkbox, CheckboxGroup, Form, Label } from 'react-aria-compone
 import { fieldErrors } from '../../lib/api.ts';
 import { useT } from '../../lib/i18n.tsx';
 import { useSession } from '../../lib/session.tsx';
+import { MessageAttempts } from '../../ui/attempts.tsx';
 import { ErrorText } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
 import { Loading } from '../../ui/pages.tsx';
@@ -130,6 +131,9 @@ function AutomationItem({
   const client = useQueryClient();
   const toast = useToast();
   const [confirming, setConfirming] = useState(false);
+  const [showingAttempts, setShowingAttempts] = useState(false);
+  // Webhook and email actions send messages; their attempts (retries included) are listed.
+  const sends = automation.action.type === 'webhook' || automation.action.type === 'email';
   const remove = useMutation({
     mutationFn: () => deleteAutomation(automation.id),
     onSuccess: async () => {
@@ -163,6 +167,16 @@ function AutomationItem({
           </>
         ) : (
           <>
+            {sends ? (
+              <Button
+                className="button secondary"
+                aria-label={t('attemptsNamed', { name: automation.name })}
+                aria-expanded={showingAttempts}
+                onPress={() => setShowingAttempts((shown) => !shown)}
+              >
+                {t('attempts')}
+              </Button>
+            ) : null}
             <Button
               className="button secondary"
               aria-label={t('editNamed', { name: automation.name })}
@@ -180,6 +194,16 @@ function AutomationItem({
           </>
         )}
       </div>
+      {showingAttempts ? (
+        <div className="automation-attempts">
+          <MessageAttempts
+            url={`/api/v1/settings/automations/${automation.id}/attempts`}
+            queryKey={[...AUTOMATIONS_KEY, automation.id, 'attempts']}
+            headingId={`attempts-${automation.id}`}
+            headingLevel={3}
+          />
+        </div>
+      ) : null}
     </li>
   );
 }

@@ -118,19 +118,6 @@ export interface WebhookTestResult {
   error: string | null;
   duration_ms: number;
 }
-export interface WebhookAttempt {
-  id: string;
-  message_id: string;
-  event: string;
-  attempt: number;
-  outcome: 'delivered' | 'failed';
-  status_code: number | null;
-  response: string | null;
-  error: string | null;
-  duration_ms: number;
-  attempted_at: string;
-}
-
 export interface User {
   id: string;
   email: string;

@@ -5,13 +5,14 @@ import { useState } from 'react';
 import { Button, Checkbox, CheckboxGroup, Label } from 'react-aria-components';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../lib/api.ts';
-import { useFormat, useT } from '../../lib/i18n.tsx';
+import { useT } from '../../lib/i18n.tsx';
+import { MessageAttempts } from '../../ui/attempts.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
-import { type ColumnDef, DataTable, PagedTable, useCursorPages } from '../../ui/table.tsx';
+import { type ColumnDef, DataTable } from '../../ui/table.tsx';
 import { useToast } from '../../ui/toast.tsx';
-import { WEBHOOK_EVENTS, type Webhook, type WebhookAttempt, type WebhookTestResult } from './api.ts';
+import { WEBHOOK_EVENTS, type Webhook, type WebhookTestResult } from './api.ts';
 import { messages } from './messages.ts';
 import { CheckboxField, ConfirmButton, errorsOf, SecretOnce, SettingsNav } from './parts.tsx';
 
@@ -168,7 +169,13 @@ export function WebhookScreen() {
         <Link to="/settings/webhooks">{t('backToWebhooks')}</Link>
       </p>
       {hook.data ? <WebhookDetail key={hook.data.updated_at} hook={hook.data} /> : <Loading />}
-      {hook.data ? <Attempts id={hook.data.id} /> : null}
+      {hook.data ? (
+        <MessageAttempts
+          url={`${BASE}/${hook.data.id}/attempts`}
+          queryKey={[...WEBHOOKS, hook.data.id, 'attempts']}
+          headingId="attempts-title"
+        />
+      ) : null}
     </section>
   );
 }
@@ -293,51 +300,5 @@ function WebhookDetail({ hook }: { hook: Webhook }) {
         </div>
       </section>
     </>
-  );
-}
-
-function Attempts({ id }: { id: string }) {
-  const t = useT(messages);
-  const format = useFormat();
-  const pages = useCursorPages();
-  const attempts = useQuery({
-    queryKey: [...WEBHOOKS, id, 'attempts', pages.cursor],
-    queryFn: ({ signal }) =>
-      api<{ attempts: WebhookAttempt[]; next_cursor: string | null }>(`${BASE}/${id}/attempts`, {
-        query: { limit: 25, cursor: pages.cursor },
-        signal,
-      }),
-  });
-  const columns: ColumnDef<WebhookAttempt>[] = [
-    { id: 'time', label: t('time'), render: (a) => format.dateTime(a.attempted_at), alwaysVisible: true },
-    { id: 'event', label: t('event'), render: (a) => <code>{a.event}</code> },
-    { id: 'attempt', label: t('attemptNo'), render: (a) => a.attempt },
-    {
-      id: 'outcome',
-      label: t('outcome'),
-      render: (a) => (a.outcome === 'delivered' ? t('delivered') : t('failed')),
-    },
-    { id: 'status', label: t('responseCode'), render: (a) => a.status_code ?? '—' },
-    { id: 'duration', label: t('duration'), render: (a) => t('ms', { ms: a.duration_ms }) },
-    { id: 'error', label: t('error'), render: (a) => a.error ?? '' },
-  ];
-  return (
-    <section aria-labelledby="attempts-title">
-      <div className="page-title">
-        <h2 id="attempts-title">{t('attempts')}</h2>
-        <Button className="button secondary" onPress={() => void attempts.refetch()}>
-          {t('refresh')}
-        </Button>
-      </div>
-      <PagedTable
-        query={attempts}
-        rowsOf={(data) => data.attempts}
-        pages={pages}
-        label={t('attempts')}
-        columns={columns}
-        rowId={(a) => a.id}
-        empty={t('noAttempts')}
-      />
-    </section>
   );
 }
