@@ -89,6 +89,37 @@ describe.each(TEST_DATABASES)('website forms: honeypot and per-address limit on 
       expect(log[0]).toMatchObject({ record_id: null, status_code: 201, endpoint: 'in', entity: 'lead' });
     });
 
+    it('warns a filled trap of what a real post of the same body is warned of', async () => {
+      const source = await createSource(t, account);
+      // Unknown fields and meta keys: unmapped warnings, in the same order, in both encodings.
+      const fields =
+        'entity=lead&fields%5Bemail%5D={email}&shoe_size=44&fields%5Bcolour%5D=red&meta%5Bcampaign%5D=x';
+      const human = await postForm(source.url, fields.replace('{email}', 'warned%40b.co'));
+      const spam = await postForm(source.url, `${fields.replace('{email}', 'bot%40b.co')}&_hp=x`);
+      expect(human.statusCode).toBe(201);
+      expect(human.json().warnings.length).toBeGreaterThanOrEqual(3);
+      expect(spam.json().warnings).toEqual(human.json().warnings);
+      const body = { entity: 'lead', fields: { email: 'j@b.co', colour: 'red' }, shoe_size: 44 };
+      const jsonHuman = await t.request({ method: 'POST', url: source.url, body });
+      const jsonSpam = await t.request({ method: 'POST', url: source.url, body: { ...body, _hp: 'x' } });
+      expect(jsonHuman.statusCode, jsonHuman.body).toBe(201);
+      expect(jsonSpam.json().warnings).toEqual(jsonHuman.json().warnings);
+      expect(jsonSpam.json().warnings).toContainEqual({ key: 'colour', reason: 'unmapped' });
+      // The spam entry of the log keeps them too.
+      expect((await intakeLog(t, account))[0]).toMatchObject({
+        outcome: 'spam',
+        warnings: jsonHuman.json().warnings,
+      });
+      // A body the service would refuse gets no warnings of the entity (nor a 422).
+      const refused = await t.request({
+        method: 'POST',
+        url: source.url,
+        body: { entity: 'nothing', fields: { colour: 'red' }, _hp: 'x' },
+      });
+      expect(refused.statusCode).toBe(201);
+      expect(refused.json().warnings).toEqual([]);
+    });
+
     it('gives a browser the same redirect or page for a filled trap as for a real post', async () => {
       const redirecting = await createSource(t, account, { success_url: 'https://www.example.com/danke' });
       const headers = { accept: BROWSER_ACCEPT };

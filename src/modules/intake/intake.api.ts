@@ -155,6 +155,23 @@ export function createIntakeApi({
 
   return {
     /**
+     * The warnings a created record's answer to `body` would carry (`bodyWarnings` first, as
+     * `record` puts them), for an answer that creates nothing: a filled trap's (decisions §13).
+     * A body its schema or the entity would refuse gets `bodyWarnings` alone.
+     */
+    async warningsFor(ctx: IntakeContext, body: S2RecordBody, bodyWarnings: Warning[]): Promise<Warning[]> {
+      setAsideModuleNodes(body, ctx.modules);
+      if (recordBodyCheck(body)) return bodyWarnings;
+      try {
+        const handover = readS2Body(body, ctx.modules);
+        return [...bodyWarnings, ...(await intake.warningsOf(ctx, handover))];
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        return bodyWarnings;
+      }
+    },
+
+    /**
      * POST /api/v1/records and POST /api/v1/in/{token}. `bodyWarnings` report what the body's
      * encoding carried that was not taken (file parts of a form, decisions §13).
      */

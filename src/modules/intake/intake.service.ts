@@ -770,6 +770,20 @@ export function createIntakeService({
     },
 
     /**
+     * The warnings a handover's answer would carry from reading it against its entity (the
+     * handover's own, unmapped fields), without writing anything; none of the entity's when it
+     * would be refused. A filled trap's answer carries them, as a created record's would.
+     */
+    async warningsOf(ctx: IntakeContext, handover: Handover): Promise<Warning[]> {
+      try {
+        return (await prepare(ctx, handover)).warnings;
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        return [...handover.warnings];
+      }
+    },
+
+    /**
      * Logs a post whose trap field was filled (decisions §13): answered as a success, stored as
      * nothing but this entry. `answered` is the status the sender was given.
      */

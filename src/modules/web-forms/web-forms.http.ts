@@ -176,6 +176,15 @@ export function answerPreflight(
   return reply.code(204).send();
 }
 
+/** The post's body in its encoding (form or JSON) read as a record body, without its trap field. */
+function recordBodyOf(request: FastifyRequest): S2RecordBody {
+  const trap = formOf(request)?.honeypotField ?? null;
+  const flat = request.body as S2RecordBody;
+  return request.mediaType === JSON_TYPE
+    ? recordBodyOfJson(flat, trap)
+    : recordBodyOfForm(flat as unknown as Record<string, string | string[]>, trap);
+}
+
 /** The hooks and handler of POST /api/v1/in/{token}. */
 export function webFormHandlers({
   webForms,
@@ -202,26 +211,24 @@ export function webFormHandlers({
     async catchSpam(request: FastifyRequest, reply: FastifyReply) {
       const form = formOf(request);
       if (!form || !trapFilled(request.body, form.honeypotField)) return;
-      const answer = await webForms.answerSpam(
-        contextOf(request),
-        (request.body as { entity?: unknown }).entity,
+      const ctx = contextOf(request);
+      const entity = (request.body as { entity?: unknown }).entity;
+      // The warnings a created record would get, so that the answer tells the trap from nothing.
+      const warnings = await intakeApi.warningsFor(
+        ctx,
+        recordBodyOf(request),
         inlineFileWarnings(request.discardedFileParts),
       );
+      const answer = await webForms.answerSpam(ctx, entity, warnings);
       await sendIntakeAnswer(request, reply, answer);
       return reply;
     },
 
     /** The handler: the body in its encoding read as a record body, then the intake's answer. */
     async takeIn(request: FastifyRequest, reply: FastifyReply) {
-      const trap = formOf(request)?.honeypotField ?? null;
-      const isJson = request.mediaType === JSON_TYPE;
-      const flat = request.body as S2RecordBody;
-      const body = isJson
-        ? recordBodyOfJson(flat, trap)
-        : recordBodyOfForm(flat as unknown as Record<string, string | string[]>, trap);
       const answer = await intakeApi.record(
         contextOf(request),
-        body,
+        recordBodyOf(request),
         request.headers['idempotency-key'],
         inlineFileWarnings(request.discardedFileParts),
       );
