@@ -316,6 +316,8 @@ describe.each(TEST_DATABASES)('the booking page in the hour that repeats, on %s'
     const day = tab.locator('#slots fieldset', { hasText: 'Sunday 25 October' });
     const labels = await day.locator('label').allTextContents();
     expect(nightLabels(labels)).toEqual(NIGHT);
+    await mkdir(ARTIFACTS, { recursive: true });
+    await day.screenshot({ path: path.join(ARTIFACTS, `booking-repeated-hour-${kind}.png`) });
     await context.close();
   });
 });
