@@ -154,6 +154,39 @@ function wholeNumber(value: string, name: string): number {
   return Number(value);
 }
 
+/**
+ * `leads webhooks attempts` and `leads automations attempts`: the newest attempts of what the
+ * webhook or automation sent, one page (`--limit`, 100 by default): the service keeps 30 days.
+ */
+function attemptsCommand(noun: 'webhooks' | 'automations', idName: string): CommandSpec {
+  return {
+    usage: `leads ${noun} attempts ${idName} [--limit N]   (newest first)`,
+    positionals: [idName],
+    options: { limit: { type: 'string' } },
+    async run(connection, values, [id]) {
+      const limit = typeof values.limit === 'string' ? wholeNumber(values.limit, 'limit') : 100;
+      const answer = (await call(
+        connection,
+        'key',
+        'GET',
+        `/api/v1/settings/${noun}/${encodeURIComponent(id!)}/attempts?limit=${limit}`,
+      )) as { attempts: Row[] };
+      return {
+        json: answer,
+        text: table(answer.attempts, [
+          'attempted_at',
+          'event',
+          'attempt',
+          'outcome',
+          'status_code',
+          'duration_ms',
+          'error',
+        ]),
+      };
+    },
+  };
+}
+
 /** Every list is followed to its end through `next_cursor`. */
 async function listAll(
   connection: Connection,
@@ -532,6 +565,7 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     positionals: ['AUTOMATION_ID'],
     run: (connection, _values, [id]) => switchAutomation(connection, id!, false),
   },
+  'automations attempts': attemptsCommand('automations', 'AUTOMATION_ID'),
   'automations delete': {
     usage: 'leads automations delete AUTOMATION_ID',
     positionals: ['AUTOMATION_ID'],
@@ -688,6 +722,7 @@ secret (shown once): ${webhook.secret}`,
       return { json: result, text: `delivered: ${answer.trim()} (${result.duration_ms} ms)` };
     },
   },
+  'webhooks attempts': attemptsCommand('webhooks', 'WEBHOOK_ID'),
   'webhooks delete': {
     usage: 'leads webhooks delete WEBHOOK_ID',
     positionals: ['WEBHOOK_ID'],

@@ -78,10 +78,12 @@ const COMMANDS = [
   'automations list',
   'automations enable',
   'automations disable',
+  'automations attempts',
   'automations delete',
   'webhooks create',
   'webhooks list',
   'webhooks test',
+  'webhooks attempts',
   'webhooks delete',
   'partners list',
   'partners create',
@@ -438,6 +440,9 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       const listed = JSON.parse((await client('automations', 'list', '--json')).stdout);
       expect(listed.automations).toEqual([expect.objectContaining({ id, enabled: false })]);
       expect((await client('automations', 'enable', id!)).code).toBe(0);
+      // Nothing was moved into Won: no message, no attempt (the API tests cover sent ones).
+      const attempts = JSON.parse((await client('automations', 'attempts', id!, '--json')).stdout);
+      expect(attempts).toEqual({ attempts: [], next_cursor: null });
       expect((await client('automations', 'delete', id!)).stdout).toBe(`automation ${id} deleted\n`);
       const unknown = await client(
         'automations',
@@ -583,6 +588,23 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
         const failed = await client('webhooks', 'test', id!, '--json');
         expect(failed.code).toBe(1);
         expect(JSON.parse(failed.stdout)).toMatchObject({ delivered: false, status_code: 500 });
+        // Both tests' attempts, newest first: the failed one, then the delivered one.
+        const attempts = await client('webhooks', 'attempts', id!);
+        expect(attempts).toMatchObject({ code: 0, stderr: '' });
+        const lines = attempts.stdout.trim().split('\n');
+        expect(lines[0]).toMatch(
+          /^attempted_at\s+event\s+attempt\s+outcome\s+status_code\s+duration_ms\s+error$/,
+        );
+        expect(lines.slice(1).map((line) => line.split(/\s+/).slice(1, 5))).toEqual([
+          ['webhook.test', '1', 'failed', '500'],
+          ['webhook.test', '1', 'delivered', '200'],
+        ]);
+        const newest = JSON.parse(
+          (await client('webhooks', 'attempts', id!, '--limit', '1', '--json')).stdout,
+        );
+        expect(newest.attempts).toHaveLength(1);
+        expect(newest.next_cursor).toEqual(expect.any(String));
+        expect((await client('webhooks', 'attempts', id!, '--limit', 'x')).code).toBe(2);
         expect((await client('webhooks', 'delete', id!)).stdout).toBe(`webhook ${id} deleted\n`);
         expect((await client('webhooks', 'list')).stdout).not.toContain(receiver.url);
         const unknown = await client('webhooks', 'create', '--endpoint', receiver.url, '--events', 'nope');
