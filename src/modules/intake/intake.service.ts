@@ -990,6 +990,12 @@ export function createIntakeService({
         await checkKey(ctx);
         return { results, logged: false };
       }
+      // The records of one statement share their creation time (and its one Date): written once.
+      let written: { at: Date; text: string } | null = null;
+      const isoOnce = (at: Date) => {
+        if (written?.at !== at) written = { at, text: iso(at) };
+        return written.text;
+      };
       const answerOf = ({ row, prepared }: (typeof batch)[number], createdAt: Date): BatchResult => ({
         kind: 'done',
         status: 201,
@@ -998,7 +1004,7 @@ export function createIntakeService({
           entityKey: prepared.entity.key,
           created: true,
           updated: false,
-          createdAt: iso(createdAt),
+          createdAt: isoOnce(createdAt),
           email: givenEmailOf(prepared),
           warnings: [...prepared.warnings],
         }),
