@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { accountIdOf } from '../../http/auth.ts';
-import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import { IdParams, MessageAttemptList, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   CreateWebhookBody,
   UpdatedWebhook,
   UpdateWebhookBody,
   Webhook,
-  WebhookAttemptList,
   WebhookList,
   WebhookTestResult,
   WebhookWithSecret,
@@ -113,7 +112,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
         summary: "Recent attempts of the webhook's messages, newest first",
         params: IdParams,
         querystring: PageQuery,
-        response: { 200: WebhookAttemptList, ...s2Errors },
+        response: { 200: MessageAttemptList, ...s2Errors },
       },
     },
     async (request) =>

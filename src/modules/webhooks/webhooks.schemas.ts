@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MessageAttemptList, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 import { WEBHOOK_EVENTS } from '../../outbound/outbound.service.ts';
 
 /** Account webhooks per account: enough for every integration, bounded like every input. */
@@ -74,6 +74,3 @@ export const WebhookTestResult = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
   duration_ms: Type.Integer(),
 });
-
-/** A webhook's attempts: the shape every attempts listing shares. */
-export const WebhookAttemptList = MessageAttemptList;
