@@ -2,7 +2,7 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { TrustProxy } from './config.ts';
 import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
@@ -10,7 +10,7 @@ import { registerErrorHandling, sendError, toAppError } from './http/error-handl
 import { AppError } from './http/errors.ts';
 import { registerMultipart } from './http/multipart.ts';
 import { openapiOptions } from './http/openapi.ts';
-import { restoreOffsetPlus } from './http/query-times.ts';
+import { restoreOffsetPlus, timeParametersOf } from './http/query-times.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
@@ -133,7 +133,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => settleBody(request));
   app.addHook('preValidation', async (request) => {
     checkRequestInput(request);
-    restoreOffsetPlus(request.query);
+  });
+  // Only routes whose query names a time filter pay for reading offsets back (query-times.ts).
+  app.addHook('onRoute', (route) => {
+    const names = timeParametersOf(route.schema?.querystring);
+    if (names.length === 0) return;
+    const restore = async (request: FastifyRequest) => restoreOffsetPlus(request.query, names);
+    const own = route.preValidation;
+    route.preValidation = own === undefined ? [restore] : [restore, ...(Array.isArray(own) ? own : [own])];
   });
 
   app.addSchema(S2Error);

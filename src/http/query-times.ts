@@ -12,11 +12,28 @@ const TIME_PARAMETERS = ['from', 'to', 'created_from', 'created_to', 'updated_si
 /** A date and time followed by a space and an offset's hours (and minutes). */
 const SPACED_OFFSET = /^(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?) (\d{2}(?::?\d{2})?)$/;
 
+/**
+ * The time filters a route's query schema names (top level, or in an `allOf`/`anyOf` part), so
+ * that only those routes restore offsets: intake and the other routes without one skip the hook.
+ */
+export function timeParametersOf(querySchema: unknown): string[] {
+  if (querySchema === null || typeof querySchema !== 'object') return [];
+  const schema = querySchema as { properties?: object; allOf?: unknown[]; anyOf?: unknown[] };
+  const named = new Set<string>();
+  if (schema.properties) {
+    for (const name of TIME_PARAMETERS) if (Object.hasOwn(schema.properties, name)) named.add(name);
+  }
+  for (const part of [...(schema.allOf ?? []), ...(schema.anyOf ?? [])]) {
+    for (const name of timeParametersOf(part)) named.add(name);
+  }
+  return [...named];
+}
+
 /** Puts back the `+` of a time filter's offset that the query string's decoding made a space. */
-export function restoreOffsetPlus(query: unknown): void {
+export function restoreOffsetPlus(query: unknown, names: readonly string[] = TIME_PARAMETERS): void {
   if (query === null || typeof query !== 'object') return;
   const parameters = query as Record<string, unknown>;
-  for (const name of TIME_PARAMETERS) {
+  for (const name of names) {
     const value = parameters[name];
     if (typeof value !== 'string' || value.length > 64) continue;
     const spaced = SPACED_OFFSET.exec(value);

@@ -203,6 +203,21 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
         key: account.apiKey,
       });
       expect(stored.json().fields.kind).toBe('\u00dcberdachung');
+      // Options changed: the new list is matched, the old one no longer.
+      await putEntity(t, account, 'roof', {
+        name: 'Roof',
+        fields: [{ key: 'kind', label: 'Kind', type: 'select', options: ['Flachdach', 'Gr\u00fcndach'] }],
+      });
+      const green = await intake(account, { entity: 'roof', fields: { kind: ' GRU\u0308NDACH' } });
+      expect(green.statusCode, green.body).toBe(201);
+      const readGreen = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${green.json().id}`,
+        key: account.apiKey,
+      });
+      expect(readGreen.json().fields.kind).toBe('Gr\u00fcndach');
+      const gone = await intake(account, { entity: 'roof', fields: { kind: 'u\u0308berdachung' } });
+      expect(gone.statusCode).toBe(422);
     });
 
     it('ignore: changes nothing and warns duplicate', async () => {

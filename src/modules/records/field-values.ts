@@ -143,11 +143,26 @@ function coerceDatetime(field: FieldDef, value: unknown): Coerced {
   return { ok: true, value: new Date(time).toISOString() };
 }
 
-function matchOption(options: string[], value: string): string | undefined {
-  const exact = options.find((option) => option === value);
-  if (exact !== undefined) return exact;
-  const wanted = matchingForm(value);
-  return options.find((option) => matchingForm(option) === wanted);
+/**
+ * Each option list's options by their matching form, kept with the list: entity definitions are
+ * cached (one array a field until the entity changes), so a long list is put in that form once,
+ * not again for every value that is not spelled exactly as an option.
+ */
+const optionsByForm = new WeakMap<readonly string[], Map<string, string>>();
+
+function matchOption(options: readonly string[], value: string): string | undefined {
+  if (options.includes(value)) return value;
+  let byForm = optionsByForm.get(options);
+  if (byForm === undefined) {
+    byForm = new Map();
+    // The first option of a form wins, as the list's order had it.
+    for (const option of options) {
+      const form = matchingForm(option);
+      if (!byForm.has(form)) byForm.set(form, option);
+    }
+    optionsByForm.set(options, byForm);
+  }
+  return byForm.get(matchingForm(value));
 }
 
 function coerceSelect(field: FieldDef, value: unknown): Coerced {
