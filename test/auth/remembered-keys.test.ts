@@ -322,13 +322,61 @@ describe.each(TEST_DATABASES)('remembered API keys on %s', (kind) => {
       await revokeElsewhere(account, id);
       const read = await t.request({ method: 'GET', url: '/api/v1/records', key });
       expect(read.statusCode).toBe(401);
-      const bulk = await t.request({
+      const s1Bulk = await t.request({
         method: 'POST',
-        url: '/api/v1/records/bulk',
+        url: '/api/leads/bulk',
         key,
-        body: { records: [lead('b@x.test')] },
+        body: { batch: [{ entity: 'lead', email: 'b@x.test' }] },
       });
-      expect(bulk.statusCode).toBe(401);
+      expect(s1Bulk.statusCode).toBe(401);
+    });
+
+    it('refuses a revoked remembered key on bulk whichever path its entries take, writing nothing', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const bulk = (key: string, records: unknown[], idempotencyKey?: string) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/records/bulk',
+          key,
+          body: { records },
+          ...(idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {}),
+        });
+      async function rememberedThenRevoked(warmUp?: (key: string) => Promise<void>) {
+        const { id, key } = await newKey(account);
+        const warm = await bulk(key, [lead(`${id}@x.test`)]);
+        expect(warm.statusCode).toBe(200);
+        await warmUp?.(key);
+        await revokeElsewhere(account, id);
+        return key;
+      }
+      expect((await postRecord(account.apiKey, lead('dup@x.test'))).statusCode).toBe(201);
+      const before = await count('records', account);
+      const logged = await count('intake_log', account);
+
+      // Every entry refused before anything is written: 401, not the entries' refusals.
+      const refusedKey = await rememberedThenRevoked();
+      const refused = await bulk(refusedKey, [{ entity: 'lead', fields: {} }, 'not an object']);
+      expect(refused.statusCode).toBe(401);
+
+      // Entries with their own idempotency keys, and a duplicate that would update a record.
+      const ownKeysKey = await rememberedThenRevoked();
+      const ownKeys = await bulk(ownKeysKey, [
+        { ...lead('own@x.test'), idempotency_key: 'own-1' },
+        lead('dup@x.test'),
+      ]);
+      expect(ownKeys.statusCode).toBe(401);
+
+      // The stored answer of the call's Idempotency-Key is not handed to a revoked key.
+      const replayKey = await rememberedThenRevoked(async (key) => {
+        expect((await bulk(key, [lead('keyed@x.test')], 'bulk-once')).statusCode).toBe(200);
+      });
+      const replay = await bulk(replayKey, [lead('keyed@x.test')], 'bulk-once');
+      expect(replay.statusCode).toBe(401);
+      expect(replay.headers['idempotent-replayed']).toBeUndefined();
+
+      // Three warm-ups and the keyed call's record; nothing from a revoked key, nothing logged.
+      expect(await count('records', account)).toBe(before + 4);
+      expect(await count('intake_log', account)).toBe(logged + 4);
     });
   });
 });

@@ -291,7 +291,11 @@ export function createIntakeApi({
           },
         };
       };
-      return onceByKey(ctx, BULK_SCOPE, idempotencyKeyOf(undefined, headerKey), body, work);
+      // A remembered key is checked by the first statement that writes (the batch's, or each
+      // entry's own); a stored answer is handed only to a key checked live first.
+      return onceByKey(ctx, BULK_SCOPE, idempotencyKeyOf(undefined, headerKey), body, work, {
+        beforeReplay: () => intake.checkKey(ctx),
+      });
     },
 
     /**

@@ -26,7 +26,7 @@ import {
 import type { IntakeContext, IntakeService } from './intake.service.ts';
 
 const recordsWrite = { accept: ['api_key' as const], permission: 'records:write' as const };
-/** Single-record intake checks a remembered key in its own statement (one round trip). */
+/** Intake (single and S2 bulk) checks a remembered key in the statement that writes (one round trip). */
 const recordsWriteRemembered = { ...recordsWrite, rememberedKey: true };
 const tags = ['Intake'];
 
@@ -127,7 +127,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     '/api/v1/records/bulk',
     {
       bodyLimit: BULK_BODY_LIMIT,
-      config: { auth: recordsWrite, bodyEntries: 'records' },
+      config: { auth: recordsWriteRemembered, bodyEntries: 'records' },
       schema: {
         tags,
         operationId: 'createRecordsBulk',
