@@ -231,6 +231,23 @@ describe.each(TEST_DATABASES)('CRM stage moves on %s', (kind) => {
         pipeline: 'Renewal',
         stage: 'Renewed',
       });
+      // Or by the ids S1's entity listing shows.
+      const listed = (await t.request({ method: 'GET', url: '/api/entities', key: account.apiKey })).json();
+      const deal = listed.find((entity: { slug: string }) => entity.slug === 'deal');
+      const renewal = deal.pipelines.find((pipeline: { name: string }) => pipeline.name === 'Renewal');
+      const renewed = renewal.statuses.find((status: { name: string }) => status.name === 'Renewed');
+      expect(renewed.id).toMatch(/^[0-9a-f-]{36}$/);
+      const byId = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: deal.id, email: 's1-ids@b.co', [`status:${renewal.id}`]: renewed.id.toUpperCase() },
+      });
+      expect(byId.statusCode, byId.body).toBe(200);
+      expect((await history(byId.json().lead_id)).stages[0]).toMatchObject({
+        pipeline: 'Renewal',
+        stage: 'Renewed',
+      });
     });
   });
 

@@ -156,6 +156,17 @@ export const S1Entity = Type.Object({
       options: Type.Optional(Type.Array(Type.String())),
     }),
   ),
+  pipelines: Type.Array(
+    Type.Object({
+      id: Uuid,
+      name: Type.String(),
+      statuses: Type.Array(Type.Object({ id: Uuid, name: Type.String() })),
+    }),
+    {
+      description:
+        "The entity's pipelines and their statuses (stages), first to last: `status:<pipeline>` on intake takes a status's name or id",
+    },
+  ),
 });
 
 export const S1EntityList = Type.Array(S1Entity);

@@ -218,6 +218,12 @@ export function presentEntityS1(entity: EntityDef) {
       required: field.required,
       ...(field.options ? { options: field.options } : {}),
     })),
+    // What S1's `status:<pipeline>` key takes: a status name or its id, in that pipeline.
+    pipelines: entity.pipelines.map((pipeline) => ({
+      id: pipeline.id,
+      name: pipeline.name,
+      statuses: pipeline.stages.map((stage) => ({ id: stage.id, name: stage.name })),
+    })),
   };
 }
 
