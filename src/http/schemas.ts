@@ -105,10 +105,13 @@ export const Cursor = Type.String({
 });
 
 /** Cursor pagination of every list endpoint but deliveries (decisions §6). */
-export const PageQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Cursor),
-});
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
 
 export const NextCursor = Type.Union([Type.String(), Type.Null()]);
 

@@ -104,6 +104,44 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
     });
   });
 
+  describe('list queries', () => {
+    it('refuses a query parameter a list does not take (422 unknown_key), on every list; a link people open takes any', async () => {
+      const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+      const everything = await t.createAccount({ modules: ['crm', 'distribution', 'booking'] });
+      const someId = '00000000-0000-4000-8000-000000000000';
+      const lists: string[] = [];
+      for (const [path, operations] of Object.entries(doc.paths as Record<string, any>)) {
+        const parameters: { in: string; name: string; required?: boolean }[] =
+          operations.get?.parameters ?? [];
+        const inQuery = parameters.filter((parameter) => parameter.in === 'query');
+        if (inQuery.length === 0) continue;
+        // Required parameters are given (the slots' booking token), so that only the unknown one fails.
+        const given = inQuery.filter((parameter) => parameter.required).map((p) => `${p.name}=bk_unknown&`);
+        const url = `${path.replace(/\{[^}]+\}/g, someId)}?${given.join('')}limt=5`;
+        const key = path.startsWith('/admin/') ? ADMIN_TOKEN : everything.apiKey;
+        const response = await t.app.inject({
+          method: 'GET',
+          url,
+          headers: { authorization: `Bearer ${key}` },
+        });
+        if (path === '/api/v1/documents/{id}') {
+          // A signed document address is a link: what a mail client appends does not break it.
+          expect(response.statusCode, path).toBe(404);
+          continue;
+        }
+        lists.push(path);
+        expect(response.statusCode, `${path}: ${response.body}`).toBe(422);
+        expect(response.json().details, path).toContainEqual(
+          expect.objectContaining({ key: 'limt', reason: 'unknown_key' }),
+        );
+      }
+      expect(lists).toEqual(
+        expect.arrayContaining(['/api/v1/records', '/api/v1/distribution/deliveries', '/api/v1/intake-log']),
+      );
+      expect(lists.length).toBeGreaterThanOrEqual(12);
+    });
+  });
+
   describe('documentation', () => {
     it('serves the OpenAPI 3.1 document generated from the routes, and a reference page', async () => {
       // The document itself is not one of the documented operations, so it is fetched directly.

@@ -115,11 +115,14 @@ const SlotTime = Type.String({
     'A date YYYY-MM-DD (midnight UTC) or an ISO 8601 time with an offset; at most 31 days between from and to',
 });
 
-export const SlotsQuery = Type.Object({
-  token: BookingToken,
-  from: Type.Optional(SlotTime),
-  to: Type.Optional(SlotTime),
-});
+export const SlotsQuery = Type.Object(
+  {
+    token: BookingToken,
+    from: Type.Optional(SlotTime),
+    to: Type.Optional(SlotTime),
+  },
+  { additionalProperties: false },
+);
 
 export const SlotList = Type.Object({
   time_zone: Type.String({ description: 'The calendar’s time zone' }),
@@ -153,14 +156,17 @@ export const Appointment = Type.Object({
   created_at: Timestamp,
 });
 
-export const AppointmentQuery = Type.Object({
-  from: Type.Optional(QueryTimestamp('Appointments starting at or after')),
-  to: Type.Optional(QueryTimestamp('Appointments starting before')),
-  calendar_id: Type.Optional(Uuid),
-  record_id: Type.Optional(Uuid),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Cursor),
-});
+export const AppointmentQuery = Type.Object(
+  {
+    from: Type.Optional(QueryTimestamp('Appointments starting at or after')),
+    to: Type.Optional(QueryTimestamp('Appointments starting before')),
+    calendar_id: Type.Optional(Uuid),
+    record_id: Type.Optional(Uuid),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
 
 export const AppointmentList = Type.Object({
   appointments: Type.Array(Appointment),

@@ -167,19 +167,22 @@ export const PartnerList = Type.Object({
   next_cursor: NextCursor,
 });
 
-export const PartnerListQuery = Type.Object({
-  q: Type.Optional(
-    Type.String({
-      maxLength: 200,
-      description:
-        'search term over name, contact person, email and city (case-insensitive, a part suffices)',
-    }),
-  ),
-  limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: MAX_PARTNERS_PER_PAGE, default: MAX_PARTNERS_PER_PAGE }),
-  ),
-  cursor: Type.Optional(Cursor),
-});
+export const PartnerListQuery = Type.Object(
+  {
+    q: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description:
+          'search term over name, contact person, email and city (case-insensitive, a part suffices)',
+      }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_PARTNERS_PER_PAGE, default: MAX_PARTNERS_PER_PAGE }),
+    ),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
 
 export const PartnerId = Type.Object({ id: Uuid });
 export const RetiredPartner = Type.Object({ id: Uuid, retired: Type.Boolean() });

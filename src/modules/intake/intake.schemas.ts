@@ -332,44 +332,47 @@ const IntakeLogItem = Type.Object(
 export const INTAKE_LOG_OUTCOMES = ['created', 'updated', 'unchanged', 'refused', 'spam', 'bulk'] as const;
 
 /** Filters of the intake log (all optional, combined with and), and its paging. */
-export const IntakeLogQuery = Type.Object({
-  outcome: Type.Optional(
-    Type.String({ enum: [...INTAKE_LOG_OUTCOMES], description: 'entries with this outcome' }),
-  ),
-  endpoint: Type.Optional(
-    Type.String({
-      enum: ['records', 'in', 'records.bulk', 's1.intake', 's1.bulk'],
-      description: 'entries of calls to this door',
-    }),
-  ),
-  source: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: 'entries whose source has this name' }),
-  ),
-  entity: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 100, description: 'entries naming this entity key' }),
-  ),
-  record_id: Type.Optional(
-    Type.String({
-      format: 'uuid',
-      description: 'entries of this record, also bulk calls with an entry for it',
-    }),
-  ),
-  request_id: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 200,
-      description: 'the entry of the call with this X-Request-Id',
-    }),
-  ),
-  created_from: Type.Optional(
-    QueryDateOrTimestamp('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
-  ),
-  created_to: Type.Optional(
-    QueryDateOrTimestamp('entries written at or before; a date includes that whole day (UTC)'),
-  ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Cursor),
-});
+export const IntakeLogQuery = Type.Object(
+  {
+    outcome: Type.Optional(
+      Type.String({ enum: [...INTAKE_LOG_OUTCOMES], description: 'entries with this outcome' }),
+    ),
+    endpoint: Type.Optional(
+      Type.String({
+        enum: ['records', 'in', 'records.bulk', 's1.intake', 's1.bulk'],
+        description: 'entries of calls to this door',
+      }),
+    ),
+    source: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'entries whose source has this name' }),
+    ),
+    entity: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'entries naming this entity key' }),
+    ),
+    record_id: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'entries of this record, also bulk calls with an entry for it',
+      }),
+    ),
+    request_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'the entry of the call with this X-Request-Id',
+      }),
+    ),
+    created_from: Type.Optional(
+      QueryDateOrTimestamp('entries written at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+    ),
+    created_to: Type.Optional(
+      QueryDateOrTimestamp('entries written at or before; a date includes that whole day (UTC)'),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
 
 export const IntakeLogList = Type.Object({
   entries: Type.Array(

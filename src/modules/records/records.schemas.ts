@@ -37,10 +37,13 @@ export const RecordOut = Type.Object({
   ]),
 });
 
-export const HistoryQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Cursor),
-});
+export const HistoryQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
 
 export const RecordHistory = Type.Object({
   events: Type.Array(
@@ -73,44 +76,51 @@ export const RecordList = Type.Object({ records: Type.Array(RecordOut), next_cur
 
 export const RECORD_ORDERS = ['updated', 'newest'] as const;
 
-export const RecordListQuery = Type.Object({
-  entity: Type.Optional(Type.String({ maxLength: 100 })),
-  updated_since: Type.Optional(
-    QueryTimestamp('records updated at or after this ISO 8601 timestamp with offset'),
-  ),
-  stage: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 100, description: 'records in the stage of this name (CRM)' }),
-  ),
-  pipeline: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 100, description: 'records in the pipeline of this name (CRM)' }),
-  ),
-  source: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: 'records whose origin source has this name' }),
-  ),
-  created_from: Type.Optional(
-    QueryDateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
-  ),
-  created_to: Type.Optional(
-    QueryDateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
-  ),
-  q: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 200,
-      description: 'text contained in the name or the email address, any case',
-    }),
-  ),
-  order: Type.Optional(
-    Type.String({
-      enum: [...RECORD_ORDERS],
-      default: 'updated',
-      description:
-        '`updated`: oldest change first (for polling with updated_since); `newest`: newest creation first (for screens)',
-    }),
-  ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  cursor: Type.Optional(Cursor),
-});
+export const RecordListQuery = Type.Object(
+  {
+    entity: Type.Optional(Type.String({ maxLength: 100 })),
+    updated_since: Type.Optional(
+      QueryTimestamp('records updated at or after this ISO 8601 timestamp with offset'),
+    ),
+    stage: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'records in the stage of this name (CRM)' }),
+    ),
+    pipeline: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'records in the pipeline of this name (CRM)',
+      }),
+    ),
+    source: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'records whose origin source has this name' }),
+    ),
+    created_from: Type.Optional(
+      QueryDateOrTimestamp('created at or after; a date (YYYY-MM-DD) starts at 00:00 UTC'),
+    ),
+    created_to: Type.Optional(
+      QueryDateOrTimestamp('created at or before; a date (YYYY-MM-DD) includes that whole day (UTC)'),
+    ),
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'text contained in the name or the email address, any case',
+      }),
+    ),
+    order: Type.Optional(
+      Type.String({
+        enum: [...RECORD_ORDERS],
+        default: 'updated',
+        description:
+          '`updated`: oldest change first (for polling with updated_since); `newest`: newest creation first (for screens)',
+      }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
 
 /** A document a record body names by URL (POST and PATCH of records, intake). */
 export const DocumentRef = Type.Object({
