@@ -25,6 +25,7 @@
  *                       intake.distribution (intake with the distribution node to 3 webhook participations
  *                       on the local receiver, with its own phase; records/s, deliveries/s, receipt lag;
  *                       bench/distribution.ts)
+ *   BENCH_LOG_LEVEL     the servers' LOG_LEVEL (warn); `info`, the service's default, adds its access log
  *   BENCH_PROFILE=1     run the service under `node --cpu-prof`; profiles land in bench/results/tmp/profiles
  *   BENCH_SERVICE_NODE_FLAGS  extra Node flags for the service, space-separated (e.g. `--trace-gc`)
  *   BENCH_SERVICE_OUTPUT  file that receives everything the service prints (appended)
@@ -224,7 +225,13 @@ async function startServer(
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeOptions, ...script], {
     cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

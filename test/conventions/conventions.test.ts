@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +105,46 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
     });
   });
 
+  describe('access log', () => {
+    it('leaves a line for a client that hung up before its answer', async () => {
+      const lines: string[] = [];
+      const stream = new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      });
+      const app = await buildApp({
+        services: t.services,
+        adminTokenHash: hashSecret(ADMIN_TOKEN),
+        rateLimiter: createMemoryRateLimiter(),
+        logger: { ...(loggerOptions('info') as object), stream } as never,
+        checkDatabase: async () => {},
+      });
+      const address = await app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = new URL(address);
+      // Half a body, then the connection closes.
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(
+            'POST /api/v1/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+              `Authorization: Bearer ${account.apiKey}\r\nX-Request-Id: log-abort-1\r\nContent-Length: 500\r\n\r\n{"entity":`,
+            () => setTimeout(() => socket.destroy(), 100),
+          );
+        });
+        socket.on('close', () => resolve());
+        socket.on('error', reject);
+      });
+      await expect.poll(() => lines.join(''), { timeout: 5_000 }).toContain('request aborted');
+      await app.close();
+      const aborted = lines.map((line) => JSON.parse(line)).filter((entry) => entry.reqId === 'log-abort-1');
+      expect(aborted[0]).toMatchObject({
+        msg: 'request aborted',
+        req: { method: 'POST', url: '/api/v1/records' },
+      });
+    });
+  });
+
   describe('list queries', () => {
     it('refuses a query parameter a list does not take (422 unknown_key), on every list; a link people open takes any', async () => {
       const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
@@ -206,6 +247,20 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
       expect(text).not.toContain(account.apiKey);
       expect(text).not.toContain('st_secretsecretsecretsecret');
       for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+      // One access line a request, written when it is answered, with what it was and how it went.
+      const access = lines.map((line) => JSON.parse(line)).filter((entry) => entry.reqId === 'log-check-1');
+      expect(access).toHaveLength(1);
+      expect(access[0]).toMatchObject({
+        level: 30,
+        msg: 'request completed',
+        req: { method: 'GET', url: '/api/v1/entities' },
+        res: { statusCode: 200 },
+      });
+      expect(access[0].responseTime).toBeGreaterThan(0);
+      const source = lines.map((line) => JSON.parse(line)).filter((entry) => entry.reqId === 'log-check-2');
+      expect(lines.some((line) => line.includes('request aborted'))).toBe(false);
+      expect(source).toHaveLength(1);
+      expect(source[0].req.url).toBe('/api/v1/in/[redacted]?sig=[redacted]');
     });
   });
 });
