@@ -2,7 +2,13 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify';
 import type { TrustProxy } from './config.ts';
 import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
@@ -92,6 +98,25 @@ export function loggerOptions(level: string): NonNullable<FastifyServerOptions['
   };
 }
 
+/**
+ * The access log: one line a request, written when it is answered, with what Fastify spreads
+ * over two ("incoming request", "request completed"), so that the default level (info) writes
+ * half the lines (docs/decisions.md, HTTP conventions). Fastify's other lines stay as they are.
+ */
+class AccessLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
 /** Builds the whole HTTP application; never listens (start/server.ts does). */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -112,8 +137,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const known = error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH';
       return sendError(request, reply, known ? new AppError('not_found') : toAppError(error));
     },
-    // One access line a request, written when it is answered (below), instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new AccessLog(),
     ajv: { customOptions: { allErrors: false, removeAdditional: false } },
     schemaController: {
       compilersFactory: { buildValidator: typedValidatorFactory, buildSerializer: lazySerializerFactory },
@@ -123,16 +147,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // The access log: one line a request with what Fastify spread over two ("incoming request",
-  // "request completed"), so that the default level (info) writes half the lines and bytes
-  // (docs/decisions.md, HTTP conventions). Not added at all when info is off.
+  // A client that hung up before its answer still leaves its line (AccessLog writes a request's
+  // one line when it is answered). Not added at all when info is off.
   const logger = app.log as { isLevelEnabled?: (level: string) => boolean };
   if (logger.isLevelEnabled?.('info') === true) {
-    app.addHook('onResponse', (request, reply, done) => {
-      request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
-      done();
-    });
-    // A client that hung up before its answer still leaves its line.
     app.addHook('onRequestAbort', (request, done) => {
       request.log.info({ req: request }, 'request aborted');
       done();
