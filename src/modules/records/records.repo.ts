@@ -334,6 +334,11 @@ export function createRecordsRepo(db: Executor) {
         answer_body: item.answer?.body ?? undefined,
         answer_ttl_hours: item.answer?.ttlHours,
       }));
+      // The parts no item needs are left out of the statement (each variant is prepared once):
+      // a part that writes opens its table and every index of it at each execution, rows or not,
+      // which for one or a few items cost more than the rows themselves.
+      const anyAnswer = items.some((item) => item.answer);
+      const anyNotes = items.some((item) => item.notes.length > 0);
       const result = await sql<{ id: string; created_ms: number | null; taken: boolean }>`
         WITH given AS (
           SELECT ord, id, COALESCE(entity_id, ${sharedOf(shareable.entity_id)}::uuid) AS entity_id, name, fields,
@@ -360,7 +365,9 @@ export function createRecordsRepo(db: Executor) {
           WHERE key_id IS NULL OR EXISTS (
             SELECT 1 FROM api_keys
             WHERE api_keys.account_id = ${accountId}::uuid AND api_keys.id = given.key_id AND api_keys.revoked_at IS NULL)
-        ), claimed AS (
+        )${
+          anyAnswer
+            ? sql`, claimed AS (
           -- The idempotency keys' rows first: the unique index decides, row by row, which key
           -- is free (no plan reads idempotency_keys any other way).
           INSERT INTO idempotency_keys (account_id, scope, key, request_hash, state, status_code, response,
@@ -374,7 +381,11 @@ export function createRecordsRepo(db: Executor) {
           SELECT live.*, claimed.key IS NOT NULL AS claims FROM live
           LEFT JOIN claimed ON claimed.scope = live.answer_scope AND claimed.key = live.answer_key
           WHERE live.answer_key IS NULL OR claimed.key IS NOT NULL
-        ), plain_ins AS (
+        )`
+            : sql`, input AS (
+          SELECT live.*, false AS claims FROM live
+        )`
+        }, plain_ins AS (
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
             dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
           SELECT ${accountId}::uuid, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
@@ -382,7 +393,9 @@ export function createRecordsRepo(db: Executor) {
           FROM input WHERE NOT claims ORDER BY ord
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
-        ), claimed_ins AS (
+        )${
+          anyAnswer
+            ? sql`, claimed_ins AS (
           -- Without ON CONFLICT: a record a unique rule refuses fails the whole statement, so that
           -- no stored answer names a record that was not written (each item is then taken alone).
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
@@ -393,7 +406,11 @@ export function createRecordsRepo(db: Executor) {
           RETURNING id, created_at
         ), ins AS (
           SELECT * FROM plain_ins UNION ALL SELECT * FROM claimed_ins
-        )${
+        )`
+            : sql`, ins AS (
+          SELECT * FROM plain_ins
+        )`
+        }${
           webhooks.length > 0
             ? recordCreatedOutbox(
                 accountId,
@@ -407,7 +424,9 @@ export function createRecordsRepo(db: Executor) {
                 sql`ins JOIN input USING (id)`,
               )
             : sql``
-        }, note_rows AS (
+        }${
+          anyNotes
+            ? sql`, note_rows AS (
           INSERT INTO notes (account_id, id, record_id, kind, body, tag, sender_name)
           SELECT ${accountId}::uuid, time_ordered_uuid(), ins.id, 'general', n->>'body', n->>'tag', n->>'senderName'
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
@@ -416,7 +435,9 @@ export function createRecordsRepo(db: Executor) {
           SELECT ${accountId}::uuid, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
             jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
-        ), log_entries AS (
+        )`
+            : sql``
+        }, log_entries AS (
           INSERT INTO intake_log (account_id, id, request_id, endpoint, outcome, status_code, record_id, entity_key, source, warnings)
           SELECT ${accountId}::uuid, time_ordered_uuid(), input.request_id, input.endpoint, 'created',
             COALESCE(input.log_status, 201), ins.id,
