@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -57,9 +57,12 @@ export function generateToken(prefix: 'st_' | 'rt_' | 'bk_' | 'adm_' | 'ls_' | '
   return prefix + toBase62(randomBytes(24)).padStart(33, '0');
 }
 
-/** What the database keeps of a secret: its SHA-256. */
+/**
+ * What the database keeps of a secret: its SHA-256. Node's one-shot `hash` (no Hash object) is
+ * about a third cheaper, and every API-key request hashes its key.
+ */
 export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
+  return hash('sha256', secret, 'buffer');
 }
 
 export function safeEqual(a: Uint8Array, b: Uint8Array): boolean {
