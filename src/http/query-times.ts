@@ -30,7 +30,7 @@ export function timeParametersOf(querySchema: unknown): string[] {
 }
 
 /** Puts back the `+` of a time filter's offset that the query string's decoding made a space. */
-export function restoreOffsetPlus(query: unknown, names: readonly string[] = TIME_PARAMETERS): void {
+export function restoreOffsetPlus(query: unknown, names: readonly string[]): void {
   if (query === null || typeof query !== 'object') return;
   const parameters = query as Record<string, unknown>;
   for (const name of names) {
