@@ -117,10 +117,13 @@ export function createIntakeApi({
     bodyWarnings: Warning[] = [],
   ): Promise<Answer> {
     const rawKey = idempotencyKeyOf(body, headerKey);
-    const run = async (store?: StoreAnswer) => {
+    const handoverOf = () => {
       const handover = readS2Body(body, ctx.modules);
       handover.warnings.unshift(...bodyWarnings);
-      const { status, body: answer } = await intake.intakeOne(ctx, handover, s2Response, store);
+      return handover;
+    };
+    const run = async (store?: StoreAnswer) => {
+      const { status, body: answer } = await intake.intakeOne(ctx, handoverOf(), s2Response, store);
       return { status, body: answer };
     };
     // A first request's write checks a remembered key itself; a stored answer is handed only to
@@ -128,11 +131,7 @@ export function createIntakeApi({
     return onceByKey(ctx, scope, rawKey, body, run, {
       beforeReplay: () => intake.checkKey(ctx),
       // A new record goes with the grouped creations, its answer stored by the same statement.
-      firstTry: (claim) => {
-        const handover = readS2Body(body, ctx.modules);
-        handover.warnings.unshift(...bodyWarnings);
-        return intake.intakeOneClaiming(ctx, handover, s2Response, claim);
-      },
+      firstTry: (claim) => intake.intakeOneClaiming(ctx, handoverOf(), s2Response, claim),
     });
   }
 
