@@ -17,6 +17,27 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
   });
   afterAll(async () => t?.close());
 
+  /** The app with its logger at info, every line it writes kept in `lines`. */
+  async function appLoggingAtInfo() {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const app = await buildApp({
+      services: t.services,
+      adminTokenHash: hashSecret(ADMIN_TOKEN),
+      rateLimiter: createMemoryRateLimiter(),
+      logger: { ...(loggerOptions('info') as object), stream } as never,
+      checkDatabase: async () => {
+        await sql`SELECT 1`.execute(t.db);
+      },
+    });
+    return { app, lines };
+  }
+
   describe('request ids', () => {
     it('carries X-Request-Id on answers of every kind, echoing a sane caller id', async () => {
       const cases = [
@@ -107,20 +128,7 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
 
   describe('access log', () => {
     it('leaves a line for a client that hung up before its answer', async () => {
-      const lines: string[] = [];
-      const stream = new Writable({
-        write(chunk, _encoding, done) {
-          lines.push(String(chunk));
-          done();
-        },
-      });
-      const app = await buildApp({
-        services: t.services,
-        adminTokenHash: hashSecret(ADMIN_TOKEN),
-        rateLimiter: createMemoryRateLimiter(),
-        logger: { ...(loggerOptions('info') as object), stream } as never,
-        checkDatabase: async () => {},
-      });
+      const { app, lines } = await appLoggingAtInfo();
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       const { port } = new URL(address);
       // Half a body, then the connection closes.
@@ -213,22 +221,7 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
 
   describe('security', () => {
     it('logs each request with its id and never the key or a source token', async () => {
-      const lines: string[] = [];
-      const stream = new Writable({
-        write(chunk, _encoding, done) {
-          lines.push(String(chunk));
-          done();
-        },
-      });
-      const app = await buildApp({
-        services: t.services,
-        adminTokenHash: hashSecret(ADMIN_TOKEN),
-        rateLimiter: createMemoryRateLimiter(),
-        logger: { ...(loggerOptions('info') as object), stream } as never,
-        checkDatabase: async () => {
-          await sql`SELECT 1`.execute(t.db);
-        },
-      });
+      const { app, lines } = await appLoggingAtInfo();
       await app.inject({
         method: 'GET',
         url: '/api/v1/entities',

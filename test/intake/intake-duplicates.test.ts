@@ -12,6 +12,8 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
 
   const intake = (account: TestAccount, body: unknown, headers?: Record<string, string>) =>
     t.request({ method: 'POST', url: '/api/v1/records', key: account.apiKey, body, headers });
+  const readRecord = (account: TestAccount, id: string) =>
+    t.request({ method: 'GET', url: `/api/v1/records/${id}`, key: account.apiKey });
   const countByEmail = async (account: TestAccount, email: string) =>
     (
       await t.db
@@ -107,11 +109,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       });
       expect(same.statusCode).toBe(200);
       expect(same.json()).toMatchObject({ id: first.json().id, created: false, updated: true });
-      const read = await t.request({
-        method: 'GET',
-        url: `/api/v1/records/${first.json().id}`,
-        key: account.apiKey,
-      });
+      const read = await readRecord(account, first.json().id);
       expect(read.json()).toMatchObject({ external_id: 'crm-7', fields: { first_name: 'B' } });
       // A new external id makes a new record, even where the duplicate rule would match.
       const update = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
@@ -148,11 +146,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
         updated: true,
         warnings: [],
       });
-      const read = await t.request({
-        method: 'GET',
-        url: `/api/v1/records/${first.json().id}`,
-        key: account.apiKey,
-      });
+      const read = await readRecord(account, first.json().id);
       expect(read.json().fields).toMatchObject({ first_name: 'Anna', phone: '+49 30 123456' });
     });
 
@@ -183,11 +177,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       });
       expect(note.statusCode, note.body).toBe(201);
       expect(note.json().record_id).toBe(first.json().id);
-      const read = await t.request({
-        method: 'GET',
-        url: `/api/v1/records/${first.json().id}`,
-        key: account.apiKey,
-      });
+      const read = await readRecord(account, first.json().id);
       expect(read.json().fields).toMatchObject({ company: 'Acme', email: 'j\u00fcrgen@b.co' });
       expect(read.json().fields.last_name).toBe(` ${decomposed.toUpperCase()} `.trim());
       // A select option is found the same way, and stored in the option's own spelling.
@@ -197,11 +187,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       });
       const roof = await intake(account, { entity: 'roof', fields: { kind: 'u\u0308berdachung' } });
       expect(roof.statusCode, roof.body).toBe(201);
-      const stored = await t.request({
-        method: 'GET',
-        url: `/api/v1/records/${roof.json().id}`,
-        key: account.apiKey,
-      });
+      const stored = await readRecord(account, roof.json().id);
       expect(stored.json().fields.kind).toBe('\u00dcberdachung');
       // Options changed: the new list is matched, the old one no longer.
       await putEntity(t, account, 'roof', {
@@ -210,11 +196,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       });
       const green = await intake(account, { entity: 'roof', fields: { kind: ' GRU\u0308NDACH' } });
       expect(green.statusCode, green.body).toBe(201);
-      const readGreen = await t.request({
-        method: 'GET',
-        url: `/api/v1/records/${green.json().id}`,
-        key: account.apiKey,
-      });
+      const readGreen = await readRecord(account, green.json().id);
       expect(readGreen.json().fields.kind).toBe('Gr\u00fcndach');
       const gone = await intake(account, { entity: 'roof', fields: { kind: 'u\u0308berdachung' } });
       expect(gone.statusCode).toBe(422);
@@ -235,11 +217,7 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       expect(second.json().warnings).toContainEqual(
         expect.objectContaining({ key: 'record', reason: 'duplicate' }),
       );
-      const read = await t.request({
-        method: 'GET',
-        url: `/api/v1/records/${first.json().id}`,
-        key: account.apiKey,
-      });
+      const read = await readRecord(account, first.json().id);
       expect(read.json().fields.first_name).toBe('Old');
     });
 
