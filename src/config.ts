@@ -164,7 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     outboxDir: path.join(dataDir, 'outbox'),
     retryScheduleMs: readSchedule(env, 'LEADS_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_S),
     webhookDisableAfterMs: readInt(env, 'LEADS_WEBHOOK_DISABLE_AFTER_S', 432_000, 1, 31_536_000) * 1000,
-    bookingLinkTtlMs: readInt(env, 'LEADS_BOOKING_LINK_TTL_S', 1_209_600, 60, 31_536_000) * 1000,
+    bookingLinkTtlMs: readInt(env, 'LEADS_BOOKING_LINK_TTL_S', 1_209_600, 1, 31_536_000) * 1000,
     bookingRateLimitPerMinute: readInt(env, 'LEADS_BOOKING_RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     signInLinkTtlMs: readInt(env, 'LEADS_SIGNIN_LINK_TTL_S', 900, 1, 86_400) * 1000,
     outboundLeaseMs: env.LEADS_OUTBOUND_LEASE_S
