@@ -188,6 +188,29 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     await waitFor(() => s.events.received.filter((r) => r.json.type === 'delivery.returned').length >= 2);
   });
 
+  it('keeps a record returned without redistribution distributed: a new run ends already_distributed', async () => {
+    const s = await single({ redistributeOnReturn: false, returnDeadlineDays: 14 });
+    const second = await s.webhookPartner(s.distributionId, { name: 'Other' });
+    await w.t.db
+      .updateTable('distribution_rules')
+      .set({ participation_ids: [s.partner.participationId, second.participationId] })
+      .where('distribution_id', '=', s.distributionId)
+      .execute();
+    const recordId = await s.record();
+    const answer = (await s.start(recordId)).json();
+    expect(answer).toMatchObject({ status: 'distributed', partner_names: 'Receiver' });
+    const deliveryId = (await s.delivery(answer.run_id)).id;
+    const returned = await w.t.request({
+      method: 'POST',
+      url: `/api/v1/distribution/deliveries/${deliveryId}/return`,
+      key: s.account.apiKey,
+    });
+    expect(returned.json()).toEqual({ returned: true, redistributed: false });
+    const again = await s.start(recordId);
+    expect(again.json()).toMatchObject({ status: 'no_match', reason: 'already_distributed', partner: [] });
+    expect(second.receiver.received).toHaveLength(0);
+  });
+
   it('refuses returns of deliveries that never arrived or are past the deadline', async () => {
     const s = await single({ returnDeadlineDays: 0 });
     const answer = (await s.start(await s.record())).json();

@@ -172,6 +172,72 @@ describe.each(TEST_DATABASES)('documents on %s', (kind) => {
       ]);
     });
 
+    it('a PATCH that only attaches a document changes updated_at, so updated_since finds the record', async () => {
+      const id = (await intake({ fields: { email: 'polled@b.co' } })).json().id;
+      const read = async () =>
+        (await t.request({ method: 'GET', url: `/api/v1/records/${id}`, key: account.apiKey })).json();
+      const before = (await read()).updated_at;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const since = new Date().toISOString();
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/records/${id}`,
+        key: account.apiKey,
+        body: { documents: [{ url: `${base}/offer.pdf` }] },
+      });
+      expect(patched.json()).toMatchObject({ updated: true, fields: [], documents: 1 });
+      expect(Date.parse((await read()).updated_at)).toBeGreaterThan(Date.parse(before));
+      const polled = await t.request({
+        method: 'GET',
+        url: `/api/v1/records?updated_since=${encodeURIComponent(since)}`,
+        key: account.apiKey,
+      });
+      expect(polled.json().records.map((r: { id: string }) => r.id)).toEqual([id]);
+    });
+
+    it('fetches at most 20 documents for one bulk call: the entry that would pass them is refused alone', async () => {
+      const docs = Array.from({ length: 8 }, () => ({ url: `${base}/offer.pdf` }));
+      const entry = (email: string) => ({ entity: 'lead', fields: { email }, documents: docs });
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            entry('bulkdoc1@b.co'),
+            // A body its schema refuses fetches nothing and counts nothing.
+            { entity: 'lead', fields: { email: 'bulkdoc2@b.co' }, documents: docs, note: 42 },
+            entry('bulkdoc3@b.co'),
+            entry('bulkdoc4@b.co'),
+            { entity: 'lead', fields: { email: 'bulkdoc5@b.co' } },
+          ],
+        },
+      });
+      expect(response.statusCode).toBe(200);
+      const { accepted, results } = response.json();
+      expect(accepted).toBe(3);
+      expect(results[1]).toMatchObject({ error: 'validation_failed', details: [{ key: 'note' }] });
+      expect(results[3]).toEqual({
+        error: 'validation_failed',
+        details: [
+          {
+            key: 'documents',
+            reason: 'too_many',
+            message: 'at most 20 documents per call, counted over its entries in order',
+          },
+        ],
+      });
+      expect(hits).toHaveLength(16);
+      for (const index of [0, 2]) {
+        const record = await t.request({
+          method: 'GET',
+          url: `/api/v1/records/${results[index].id}`,
+          key: account.apiKey,
+        });
+        expect(record.json().documents).toHaveLength(8);
+      }
+    });
+
     it('lets a record token attach to the file fields it opens, never to the pool', async () => {
       const id = (await intake({ fields: { email: 'tokdoc@b.co' } })).json().id;
       const one = (

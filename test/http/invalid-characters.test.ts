@@ -94,6 +94,21 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
     expect(await counts()).toEqual(before);
     return response;
   }
+  /**
+   * Runs an intake call the edge refuses and checks that it wrote its refused log entry and
+   * nothing else (decisions §10: every intake call is logged).
+   */
+  async function logsOneRefusal<T>(send: () => Promise<T>): Promise<T> {
+    const before = await counts();
+    const response = await send();
+    expect(await counts()).toEqual({ ...before, intake_log: (before.intake_log ?? 0) + 1 });
+    const { rows } = await sql<{ outcome: string }>`
+      SELECT outcome FROM intake_log WHERE account_id = ${account.id} ORDER BY created_at DESC, id DESC LIMIT 1`.execute(
+      t.db,
+    );
+    expect(rows[0]?.outcome).toBe('refused');
+    return response;
+  }
   async function readRecord(id: string) {
     const response = await t.request({ method: 'GET', url: `/api/v1/records/${id}`, key: account.apiKey });
     expect(response.statusCode).toBe(200);
@@ -167,14 +182,16 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         ],
       ];
       for (const [body, key] of cases) {
-        const response = await writesNothing(() => intake({ entity: 'lead', ...body }));
+        const response = await logsOneRefusal(() => intake({ entity: 'lead', ...body }));
         expect({ key, status: response.statusCode, body: response.json() }).toEqual({
           key,
           status: 422,
           body: refused(key),
         });
       }
-      const entity = await writesNothing(() => intake({ entity: 'lead\u0000', fields: { email: 'x@b.co' } }));
+      const entity = await logsOneRefusal(() =>
+        intake({ entity: 'lead\u0000', fields: { email: 'x@b.co' } }),
+      );
       expect(entity.json()).toEqual(refused('entity'));
     });
 
@@ -187,7 +204,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         ['"\\u0000"', 'body'],
       ];
       for (const [payload, key] of bodies) {
-        const response = await writesNothing(() => raw('POST', '/api/v1/records', payload));
+        const response = await logsOneRefusal(() => raw('POST', '/api/v1/records', payload));
         expect({ key, status: response.statusCode, body: response.json() }).toEqual({
           key,
           status: 422,
@@ -201,7 +218,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         '{"entity":"lead","fields":{"email":"x@b.co","budget":1e309}}',
         '{"entity":"lead","fields":{"email":"x@b.co"},"meta":{"n":-1e400}}',
       ]) {
-        const response = await writesNothing(() => raw('POST', '/api/v1/records', payload));
+        const response = await logsOneRefusal(() => raw('POST', '/api/v1/records', payload));
         expect(response.statusCode).toBe(422);
         expect(response.json().details[0].reason).toBe('out_of_range');
       }
@@ -249,7 +266,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
     });
 
     it('refuses such text in S1 JSON and form-encoded intake, bracketed form keys included', async () => {
-      const json = await writesNothing(() =>
+      const json = await logsOneRefusal(() =>
         t.request({
           method: 'POST',
           url: '/api/intake',
@@ -267,7 +284,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         ['entity=lead&email=x%40b.co&note=a&note=b%00', 'note.1'],
       ];
       for (const [payload, key] of forms) {
-        const response = await writesNothing(() => raw('POST', '/api/intake', payload, form));
+        const response = await logsOneRefusal(() => raw('POST', '/api/intake', payload, form));
         expect({ key, status: response.statusCode, body: response.json() }).toEqual({
           key,
           status: 422,
@@ -292,7 +309,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         body: { name: 'Website' },
       });
       const url = `/api/v1/in/${source.json().token}`;
-      const response = await writesNothing(() =>
+      const response = await logsOneRefusal(() =>
         t.request({
           method: 'POST',
           url,
@@ -539,7 +556,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
     });
 
     it('S2 bulk still refuses the whole call for such text outside its entries', async () => {
-      const response = await writesNothing(() =>
+      const response = await logsOneRefusal(() =>
         t.request({
           method: 'POST',
           url: '/api/v1/records/bulk',
@@ -570,7 +587,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
       const log = await intakeLog();
       expect(log.length).toBe(logBefore + 1);
       expect(log[0]).toMatchObject({ endpoint: 's1.bulk', outcome: 'refused', error: 'validation_failed' });
-      const source = await writesNothing(() =>
+      const source = await logsOneRefusal(() =>
         t.request({
           method: 'POST',
           url: '/api/leads/bulk',
@@ -604,7 +621,7 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
     });
 
     it('keeps such text out of headers that reach the database', async () => {
-      const idempotency = await writesNothing(() =>
+      const idempotency = await logsOneRefusal(() =>
         intake({ entity: 'lead', fields: { email: 'hdr@b.co' } }, { 'idempotency-key': 'key-\u00ff' }),
       );
       expect(idempotency.statusCode).toBe(400);

@@ -206,12 +206,11 @@ export function createDistributionService(deps: DistributionServiceDeps) {
       unknownPartnerIds = options.partnerIds.filter((id) => !known.includes(id));
     }
 
-    // A record goes out once; after a return only its redistribution runs again, never to a
-    // partner that had it.
+    // A record goes out once (decisions §8: "at most once unless returned with redistribution"):
+    // a delivery that is pending, delivered or returned makes it distributed, and only a return's
+    // redistribution runs again, never to a partner that had it. Failed deliveries reached no one.
     const live = await repo.liveDeliveriesOf(accountId, recordId, tx);
-    const handed = live.filter((d) => d.status === 'pending' || d.status === 'delivered');
-    if (options.triggeredBy !== 'return' && handed.length > 0)
-      return finish('no_match', 'already_distributed');
+    if (options.triggeredBy !== 'return' && live.length > 0) return finish('no_match', 'already_distributed');
     const excluded = [...new Set([...(options.excludePartnerIds ?? []), ...live.map((d) => d.partner_id)])];
     const effective: DistributeOptions = { ...options, excludePartnerIds: excluded };
 

@@ -228,6 +228,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
           executor,
         );
         if (!ctx.newRecord) {
+          await records.touch(ctx.accountId, recordId, executor);
           for (const row of rows) {
             await outbound.emitEvent(executor, ctx.accountId, 'document.attached', {
               record_id: recordId,

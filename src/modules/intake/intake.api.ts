@@ -3,6 +3,7 @@ import { AppError, type ValidationDetail, validationFailed } from '../../http/er
 import { jsonChecker } from '../../http/validation.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import { isStorableText } from '../../lib/text.ts';
+import { MAX_DOCUMENTS_PER_CALL } from '../documents/documents.service.ts';
 import {
   checkIdempotencyKey,
   type IdempotencyService,
@@ -12,6 +13,7 @@ import {
 import {
   idempotencyKeyOf,
   isJsonObject,
+  namedInBody,
   readS1Lead,
   readS2Body,
   type S2RecordBody,
@@ -147,9 +149,16 @@ export function createIntakeApi({
     work: (store?: StoreAnswer) => Promise<StoredAnswer>,
     options?: Parameters<IdempotencyService['run']>[4],
   ): Promise<Answer> {
-    if (rawKey === undefined) return { ...(await work()), replayed: false };
+    // A refusal the service did not log (one found reading the body) is logged before it becomes
+    // the key's stored answer, which is returned rather than thrown (decisions §10).
+    const logged = (store?: StoreAnswer) =>
+      work(store).catch(async (error: unknown) => {
+        if (error instanceof AppError) await intake.logCallRefusal(ctx, namedInBody(body), error);
+        throw error;
+      });
+    if (rawKey === undefined) return { ...(await logged()), replayed: false };
     const key = checkIdempotencyKey(rawKey);
-    return idempotency.run(ctx.accountId, { scope, key }, body, work, options);
+    return idempotency.run(ctx.accountId, { scope, key }, body, logged, options);
   }
 
   return {
@@ -212,6 +221,17 @@ export function createIntakeApi({
           results[index] = refuse(error);
         };
         for (const [index, details] of entryProblems ?? []) refuseEarly(index, validationFailed(details));
+        // At most 20 documents a call (decisions §4), counted over the entries in their order: an
+        // entry whose documents would take the call past them is refused, the others go on.
+        // Entries their schema refuses fetch nothing and count nothing.
+        let documentsInCall = 0;
+        const documentsFit = (entry: Record<string, unknown>): boolean => {
+          const count = Array.isArray(entry.documents) ? entry.documents.length : 0;
+          if (count === 0 || recordBodyCheck(entry)) return true;
+          if (documentsInCall + count > MAX_DOCUMENTS_PER_CALL) return false;
+          documentsInCall += count;
+          return true;
+        };
         // New records without their own idempotency key go in together, in one statement.
         const together: { index: number; handover: ReturnType<typeof readS2Body> }[] = [];
         for (const [index, entry] of body.records.entries()) {
@@ -225,6 +245,19 @@ export function createIntakeApi({
           }
           // Before the entry's schema check, as for a single record (intake.routes.ts).
           setAsideModuleNodes(entry, ctx.modules);
+          if (!documentsFit(entry)) {
+            refuseEarly(
+              index,
+              validationFailed([
+                {
+                  key: 'documents',
+                  reason: 'too_many',
+                  message: `at most ${MAX_DOCUMENTS_PER_CALL} documents per call, counted over its entries in order`,
+                },
+              ]),
+            );
+            continue;
+          }
           if (idempotencyKeyOf(entry as S2RecordBody, undefined) !== undefined) continue;
           try {
             checkBulkEntry(entry);

@@ -186,6 +186,16 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   };
 }
 
+/**
+ * What a body names of its lead before it is read (an intake log entry's `entity` and `source`,
+ * for a call refused at the edge): `entity`, and `meta.source` (S2) or `source` (S1 bulk). Either
+ * may be anything; the log takes only text.
+ */
+export function namedInBody(body: unknown): { entity: unknown; source: unknown } {
+  if (!isJsonObject(body)) return { entity: undefined, source: undefined };
+  return { entity: body.entity, source: isJsonObject(body.meta) ? body.meta.source : body.source };
+}
+
 /** The idempotency key of a handover: `meta.idempotency_key`, else the `Idempotency-Key` header. */
 export function idempotencyKeyOf(
   body: { meta?: Record<string, unknown> } | undefined,

@@ -3,12 +3,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { accountIdOf, actorOf, credentialOf, senderNameOf } from '../../http/auth.ts';
 import { BULK_BODY_LIMIT } from '../../http/body-limits.ts';
+import { toAppError } from '../../http/error-handler.ts';
 import { IdempotencyHeaders, s1Errors, s2Errors } from '../../http/schemas.ts';
 import { requireBody } from '../../http/validation.ts';
 import { webFormHandlers } from '../web-forms/web-forms.http.ts';
 import type { WebFormsService } from '../web-forms/web-forms.service.ts';
 import type { Answer, IntakeApi } from './intake.api.ts';
-import { setAsideModuleNodes } from './intake.handover.ts';
+import { namedInBody, setAsideModuleNodes } from './intake.handover.ts';
 import {
   BulkBody,
   BulkResponse,
@@ -33,6 +34,18 @@ const tags = ['Intake'];
 /** Before the schema: nodes of modules the account lacks are ignored with a warning (interface). */
 async function setAsideLackingModules(request: FastifyRequest): Promise<void> {
   setAsideModuleNodes(request.body, credentialOf(request).account.modules);
+}
+
+/**
+ * Every intake call is logged (decisions §10): a refusal the service did not log itself (one the
+ * edge made before a lead was read) is logged here, before the error's answer is sent. A call
+ * without an account credential was refused before anyone was known, and leaves no entry.
+ */
+function logRefusal(intake: IntakeService, endpoint: string) {
+  return async (request: FastifyRequest, _reply: FastifyReply, error: Error) => {
+    if (!request.credential || request.credential.kind === 'admin') return;
+    await intake.logCallRefusal(contextOf(request, endpoint), namedInBody(request.body), toAppError(error));
+  };
 }
 
 function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
@@ -76,6 +89,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { auth: recordsWriteRemembered },
       preValidation: setAsideLackingModules,
+      onError: logRefusal(intake, 'records'),
       schema: {
         tags,
         operationId: 'createRecord',
@@ -106,6 +120,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         webForm: true,
       },
       onRequest: webForm.admit,
+      onError: logRefusal(intake, 'in'),
       preValidation: [requireBody, webForm.catchSpam, setAsideLackingModules],
       schema: {
         tags,
@@ -128,6 +143,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     {
       bodyLimit: BULK_BODY_LIMIT,
       config: { auth: recordsWriteRemembered, bodyEntries: 'records' },
+      onError: logRefusal(intake, 'records.bulk'),
       schema: {
         tags,
         operationId: 'createRecordsBulk',
@@ -169,6 +185,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     '/api/intake',
     {
       config: { auth: recordsWriteRemembered, acceptsForm: true },
+      onError: logRefusal(intake, 's1.intake'),
       schema: {
         tags: ['S1'],
         operationId: 'createLeadS1',
@@ -195,6 +212,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
     {
       bodyLimit: BULK_BODY_LIMIT,
       config: { auth: recordsWrite, bodyEntries: 'batch' },
+      onError: logRefusal(intake, 's1.bulk'),
       schema: {
         tags: ['S1'],
         operationId: 'createLeadsBulkS1',

@@ -1,10 +1,10 @@
 import type { Db, Executor } from '../../db/types.ts';
-import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { AppError, type ErrorCode, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { decodeCursor, encodeCursor, isStorableTime, timeBound } from '../../lib/cursor.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
-import { truncate } from '../../lib/text.ts';
+import { escapeUnstorable, truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import type { BookingAnswer, BookingRequest, BookingService } from '../booking/booking.service.ts';
@@ -120,6 +120,21 @@ export interface IntakeOutcome {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Refusals already in the intake log (written by the service), which the call's own hook skips. */
+const loggedRefusals = new WeakSet<AppError>();
+/**
+ * Refusals that leave no log entry (decisions §10 is read as "every intake call of an account"):
+ * no valid credential or not its permission (whose account would it be?), and the rate limits,
+ * which exist to keep a flood from costing writes.
+ */
+const UNLOGGED_REFUSALS = new Set<ErrorCode>([
+  'unauthorized',
+  'invalid_credentials',
+  'forbidden',
+  'csrf_failed',
+  'rate_limited',
+]);
 
 /** Values of the incoming handover that overwrite a stored record: the non-empty ones. */
 function merge(
@@ -706,8 +721,8 @@ export function createIntakeService({
   /** The log entry of a refused handover; what it names of the handover is what it gave. */
   function refusalEntry(
     ctx: IntakeContext,
-    handover: Pick<Handover, 'entity' | 'source'> | null,
-    error: AppError,
+    handover: { entity: string | null; source: string | null } | null,
+    error: Pick<AppError, 'code' | 'status' | 'details'>,
   ) {
     return {
       requestId: ctx.requestId,
@@ -715,7 +730,7 @@ export function createIntakeService({
       outcome: 'refused',
       statusCode: error.status,
       recordId: null,
-      entityKey: handover ? truncate(handover.entity, 200) : null,
+      entityKey: handover?.entity ? truncate(handover.entity, 200) : null,
       source: handover?.source ?? ctx.sourceName ?? 'api',
       warnings: error.details ?? [],
       error: error.code,
@@ -746,6 +761,7 @@ export function createIntakeService({
     ctx: IntakeContext,
     refusals: { handover: Pick<Handover, 'entity' | 'source'> | null; error: AppError }[],
   ) {
+    for (const { error } of refusals) loggedRefusals.add(error);
     if (ctx.loggedByCall) return;
     await intakeLog
       .log(
@@ -760,6 +776,54 @@ export function createIntakeService({
 
     /** Logs refusals found before a handover was read, e.g. bulk entries refused at the edge. */
     logRefusals,
+
+    /**
+     * Logs the refusal a call was answered with, unless the service logged it already: what the
+     * edge refused before a lead was read (the body's schema, text the database cannot store,
+     * size and encoding, an idempotency key, a website form's origin) is an intake call too
+     * (decisions §10: "every intake call is logged"). `named` is what the body named, where it
+     * is text. Refusals of credentials and rate limits, and 5xx, are not logged; nor is any
+     * refusal of a remembered API key that turns out revoked (no trace, as elsewhere).
+     */
+    async logCallRefusal(
+      ctx: IntakeContext,
+      named: { entity: unknown; source: unknown },
+      error: AppError,
+    ): Promise<void> {
+      if (error.status >= 500 || UNLOGGED_REFUSALS.has(error.code) || loggedRefusals.has(error)) return;
+      loggedRefusals.add(error);
+      // A bulk call's entries are logged with the call, as its items.
+      if (ctx.loggedByCall) return;
+      try {
+        await checkKey(ctx);
+      } catch {
+        return;
+      }
+      // The details name what was refused, unstorable characters written as `\uXXXX` (as the
+      // answer names them), so that the entry can be stored.
+      const details = error.details?.map((detail) => ({
+        key: escapeUnstorable(detail.key),
+        reason: detail.reason,
+        message: escapeUnstorable(detail.message),
+      }));
+      const text = (value: unknown, max: number) =>
+        typeof value === 'string' && value.trim() !== ''
+          ? truncate(escapeUnstorable(value.trim()), max)
+          : null;
+      await intakeLog
+        .log(ctx.accountId, [
+          refusalEntry(
+            ctx,
+            { entity: text(named.entity, 200), source: text(named.source, 100) },
+            {
+              code: error.code,
+              status: error.status,
+              details,
+            },
+          ),
+        ])
+        .catch(() => {});
+    },
 
     /** The one log entry of a bulk call (its entries were taken in with `loggedByCall`). */
     bulkEntry,

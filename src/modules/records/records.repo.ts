@@ -648,6 +648,19 @@ export function createRecordsRepo(db: Executor) {
         .executeTakeFirstOrThrow();
     },
 
+    /**
+     * Marks a record changed by something beside its values (documents attached), so that a
+     * poller of `updated_since` sees it, as it sees a change of values.
+     */
+    async touch(accountId: string, id: string, tx: Executor = db) {
+      await tx
+        .updateTable('records')
+        .set({ updated_at: new Date() })
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .execute();
+    },
+
     async insertEvents(accountId: string, events: RecordEventInput[], tx: Executor = db) {
       if (events.length === 0) return;
       await tx
