@@ -120,6 +120,20 @@ export function firstStartBanner(options: {
  * For a first start that generated secrets but could not start serving: they are stored and
  * will not be shown again, so they are shown now, without a curl line that would not answer.
  */
+/**
+ * What `leads worker` prints when it was the first process on a new database: the operator
+ * token it generated (stored as a hash only), which no later start can show again.
+ */
+export function workerFirstStartNotice(adminToken: string): string {
+  return [
+    '',
+    '  This first start created the operator token; it is shown only now:',
+    '',
+    `  Operator token (/admin/v1): ${adminToken}`,
+    '',
+  ].join('\n');
+}
+
 export function unstartedSecretsNotice(options: {
   apiKey?: string;
   adminToken?: string;

@@ -7,6 +7,7 @@ import { registerAutomationJobs } from '../modules/crm/automations.jobs.ts';
 import { registerEntityJobs } from '../modules/entities/entities.jobs.ts';
 import { createDispatcher } from '../outbound/dispatcher.ts';
 import { registerOutboundJobs } from '../outbound/outbound.jobs.ts';
+import { workerFirstStartNotice } from './bootstrap.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 type WorkerRuntime = Pick<Runtime, 'queue' | 'database' | 'services'>;
@@ -69,6 +70,11 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
   process.on('SIGINT', onSignal);
   try {
     const runtime = await openRuntime(config, { logger, works: true });
+    // The first process on a new database generates the operator token, whichever it is: a
+    // worker started before any server must show it, or it is lost (only its hash is stored).
+    if (runtime.secrets.newAdminToken) {
+      process.stdout.write(`${workerFirstStartNotice(runtime.secrets.newAdminToken)}\n`);
+    }
     runtime.database.onMaintenanceError = (error) =>
       logger.warn({ err: error }, 'embedded database maintenance failed');
     try {

@@ -288,6 +288,18 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       ['a fraction for an integer', { email: 'i@b.co', rooms: 2.5 }, 'rooms', 'invalid_format'],
       ['an unreadable boolean', { email: 'b@b.co', consent: 'perhaps' }, 'consent', 'invalid_type'],
       ['an impossible date', { email: 'd@b.co', birthday: '2024-02-30' }, 'birthday', 'invalid_format'],
+      [
+        'a time on an impossible date (no rolling over to March)',
+        { email: 't@b.co', callback_at: '2026-02-30T10:00:00Z' },
+        'callback_at',
+        'invalid_format',
+      ],
+      [
+        'a time on the 29th of February of a year without it',
+        { email: 'l@b.co', callback_at: '2026-02-29T10:00:00+01:00' },
+        'callback_at',
+        'invalid_format',
+      ],
       ['a malformed email', { email: 'not-an-email' }, 'email', 'invalid_format'],
     ])('answers 422 validation_failed for %s', async (_label, fields, key, reason) => {
       const before = await t.db

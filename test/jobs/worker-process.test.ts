@@ -8,7 +8,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { purgeIdempotencyKeysJob, registerMaintenanceJobs } from '../../src/jobs/maintenance.jobs.ts';
 import { createJobQueue } from '../../src/jobs/queue.ts';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
-import { startWorkerProcess } from '../helpers/server-process.ts';
+import { callApi, startServerProcess, startWorkerProcess } from '../helpers/server-process.ts';
 import { memoryLogger, until, within } from './support.ts';
 
 describe.each(TEST_DATABASES)('`leads worker` on %s', (kind) => {
@@ -81,5 +81,38 @@ describe.each(TEST_DATABASES)('`leads worker` on %s', (kind) => {
     } finally {
       await after.close();
     }
+  }, 120_000);
+});
+
+describe('`leads worker` as the first process on a new database', () => {
+  it('shows the operator token it generated, which then opens /admin/v1 of the server', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'leads-worker-first-'));
+    onTestFinished(() => rm(dataDir, { recursive: true, force: true }));
+    const env = { LEADS_DATA_DIR: dataDir, LEADS_ADMIN_TOKEN: '' };
+    const worker = startWorkerProcess(env);
+    onTestFinished(() => {
+      if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+    });
+    const started = () => worker.logLines().some((line) => line.msg === 'worker started');
+    await until(() => started() || worker.child.exitCode !== null, 60_000).catch(() => {});
+    expect(started(), worker.output()).toBe(true);
+    const token = /Operator token \(\/admin\/v1\): (adm_\S+)/.exec(worker.output())?.[1];
+    expect(token, worker.output()).toBeDefined();
+    worker.child.kill('SIGTERM');
+    expect(await within(worker.exited, 20_000, 'the worker after SIGTERM')).toEqual({
+      code: 0,
+      signal: null,
+    });
+
+    const server = await startServerProcess(env);
+    onTestFinished(() => server.kill('SIGKILL'));
+    expect(server.output()).not.toContain('Operator token');
+    expect((await callApi(`${server.url}/admin/v1/accounts`, token!)).status).toBe(200);
+    expect((await callApi(`${server.url}/admin/v1/accounts`, 'adm_wrong')).status).toBe(401);
+    server.kill('SIGTERM');
+    expect(await within(server.exited, 20_000, 'the server after SIGTERM')).toEqual({
+      code: 0,
+      signal: null,
+    });
   }, 120_000);
 });

@@ -138,8 +138,13 @@ function coerceDatetime(field: FieldDef, value: unknown): Coerced {
   if (typeof value !== 'string' || !ISO_DATETIME.test(value.trim())) {
     return invalid('invalid_format', `${field.key} must be an ISO 8601 timestamp with a time zone`);
   }
-  const time = Date.parse(value.trim());
-  if (Number.isNaN(time)) return invalid('invalid_format', `${field.key} is not a real point in time`);
+  const text = value.trim();
+  // Date.parse rolls a day the month lacks over into the next month (2026-02-30 is 2 March):
+  // the calendar date as written must exist.
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const time = Date.parse(text);
+  if (Number.isNaN(time) || !isRealDate(year, month, day))
+    return invalid('invalid_format', `${field.key} is not a real point in time`);
   return { ok: true, value: new Date(time).toISOString() };
 }
 
