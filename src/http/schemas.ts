@@ -113,6 +113,13 @@ export const PageQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The query of a list that answers everything at once (an account's entities, distributions,
+ * return reasons: few by nature): it takes no parameter, and refuses any, as every list refuses
+ * one it does not take (422 `unknown_key`).
+ */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const NextCursor = Type.Union([Type.String(), Type.Null()]);
 
 export function iso(value: Date | string): string {

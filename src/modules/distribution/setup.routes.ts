@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { accountIdOf } from '../../http/auth.ts';
-import { IdParams, s2Errors } from '../../http/schemas.ts';
+import { IdParams, NoQuery, s2Errors } from '../../http/schemas.ts';
 import {
   CreateParticipationBody,
   CreateReturnReasonBody,
@@ -37,6 +37,7 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
         tags,
         operationId: 'listDistributionSetups',
         summary: 'Every distribution set up, by entity key, with participations and rules',
+        querystring: NoQuery,
         response: { 200: DistributionSetupList, ...s2Errors },
       },
     },
@@ -151,6 +152,7 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
         tags,
         operationId: 'listReturnReasons',
         summary: 'The return reasons of the account, oldest first',
+        querystring: NoQuery,
         response: { 200: ReturnReasonList, ...s2Errors },
       },
     },
@@ -166,6 +168,7 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
         operationId: 'listReturnReasonsForReturns',
         summary:
           'The return reasons of the account, oldest first, for callers that return deliveries (permission distribution)',
+        querystring: NoQuery,
         response: { 200: ReturnReasonList, ...s2Errors },
       },
     },

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
-import { s1Errors, s2Errors } from '../../http/schemas.ts';
+import { NoQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
 import {
   EntityKey,
   PutEntityBody,
@@ -32,6 +32,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
         tags: ['Entities'],
         operationId: 'listEntities',
         summary: 'List entities with their fields, and the modules enabled for the account',
+        querystring: NoQuery,
         response: { 200: S2EntityList, ...s2Errors },
       },
     },
@@ -67,6 +68,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
         tags: ['Settings: entities'],
         operationId: 'listEntityDefinitions',
         summary: 'List entity definitions with duplicate rules and pipelines',
+        querystring: NoQuery,
         response: { 200: SettingsEntityList, ...s2Errors },
       },
     },
