@@ -26,6 +26,22 @@ export function withoutUnstorable(text: string): string {
   return isStorableText(text) ? text : text.replace(UNSTORABLE, '');
 }
 
+/** Length in code points (a surrogate pair, such as an emoji, is one), as JSON Schema counts. */
+export function codePointLength(text: string): number {
+  let pairs = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        pairs++;
+        i++;
+      }
+    }
+  }
+  return text.length - pairs;
+}
+
 /** At most `max` UTF-16 units, never ending in the first half of a surrogate pair. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;

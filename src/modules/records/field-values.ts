@@ -1,5 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
-import { matchingForm, truncate } from '../../lib/text.ts';
+import { codePointLength, matchingForm, truncate } from '../../lib/text.ts';
 import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
 
 /** Longest text value (decisions §4); textareas take more. */
@@ -10,7 +10,8 @@ export const MAX_NAME_LENGTH = 100;
 export type FieldValue = string | number | boolean | string[];
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const PHONE = /^\+?[0-9 ()./-]{5,40}$/;
+/** 5–40 characters, the `+` included. */
+const PHONE = /^(?=.{5,40}$)\+?[0-9 ()./-]+$/;
 const POSTAL_CODE = /^[A-Za-z0-9][A-Za-z0-9 -]{1,11}$/;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
@@ -43,8 +44,15 @@ function ibanIsValid(value: string): boolean {
 }
 
 function isRealDate(year: number, month: number, day: number): boolean {
-  const date = new Date(Date.UTC(year, month - 1, day));
-  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return (
+    year >= 1 &&
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day
+  );
 }
 
 type Coerced = { ok: true; value: FieldValue } | { ok: false; reason: string; message: string };
@@ -64,7 +72,9 @@ function coerceText(field: FieldDef, value: unknown): Coerced {
   const text = asText(value);
   if (text === undefined) return invalid('invalid_type', `${field.key} must be text`);
   const limit = field.type === 'textarea' ? MAX_TEXTAREA_LENGTH : MAX_TEXT_LENGTH;
-  if (text.length > limit) return invalid('too_long', `${field.key} is longer than ${limit} characters`);
+  // Characters are code points (an emoji is one), as the schemas count them.
+  if (text.length > limit && codePointLength(text) > limit)
+    return invalid('too_long', `${field.key} is longer than ${limit} characters`);
   switch (field.format) {
     case 'email':
       return EMAIL.test(text) && text.length <= 254
@@ -106,6 +116,13 @@ function coerceNumber(field: FieldDef, value: unknown): Coerced {
   if (field.format === 'integer' && !Number.isInteger(number)) {
     return invalid('invalid_format', `${field.key} must be a whole number`);
   }
+  // A whole number past 2^53 cannot be kept as sent (9007199254740993 would become …992).
+  if (Number.isInteger(number) && !Number.isSafeInteger(number)) {
+    return invalid(
+      'out_of_range',
+      `${field.key} must be a whole number of at most ${Number.MAX_SAFE_INTEGER} either way, or have decimals`,
+    );
+  }
   return { ok: true, value: number };
 }
 
@@ -126,9 +143,15 @@ function coerceBoolean(field: FieldDef, value: unknown): Coerced {
 function coerceDate(field: FieldDef, value: unknown): Coerced {
   if (typeof value !== 'string') return invalid('invalid_type', `${field.key} must be a date (YYYY-MM-DD)`);
   const text = value.trim();
-  const datePart = ISO_DATETIME.test(text) ? text.slice(0, 10) : text;
+  // A whole timestamp is cut to its date, but only a real one (no 99:99, no +99:99).
+  const timestamp = ISO_DATETIME.test(text);
+  const datePart = timestamp ? text.slice(0, 10) : text;
   const match = ISO_DATE.exec(datePart);
-  if (!match || !isRealDate(Number(match[1]), Number(match[2]), Number(match[3]))) {
+  if (
+    !match ||
+    !isRealDate(Number(match[1]), Number(match[2]), Number(match[3])) ||
+    (timestamp && Number.isNaN(Date.parse(text)))
+  ) {
     return invalid('invalid_format', `${field.key} must be a date (YYYY-MM-DD)`);
   }
   return { ok: true, value: datePart };
@@ -145,7 +168,11 @@ function coerceDatetime(field: FieldDef, value: unknown): Coerced {
   const time = Date.parse(text);
   if (Number.isNaN(time) || !isRealDate(year, month, day))
     return invalid('invalid_format', `${field.key} is not a real point in time`);
-  return { ok: true, value: new Date(time).toISOString() };
+  const stored = new Date(time).toISOString();
+  // In UTC the time must stay within the years 1–9999 (ISO's four digits, as every time here).
+  if (!/^\d{4}-/.test(stored) || stored.startsWith('0000'))
+    return invalid('out_of_range', `${field.key} must be within the years 1 to 9999 in UTC`);
+  return { ok: true, value: stored };
 }
 
 /**
@@ -269,8 +296,9 @@ export function readValues(entity: EntityDef, submitted: [string, unknown][]): R
     }
     if (isEmptyValue(raw)) continue;
     const coerced = coerceValue(field, raw);
-    if (coerced.ok) values[field.key] = coerced.value;
-    else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
+    // A list of blanks (`[""]`, ",") chose nothing: no value, as an empty list is.
+    if (coerced.ok && !isEmptyValue(coerced.value)) values[field.key] = coerced.value;
+    else if (!coerced.ok) problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
   }
   return { values, problems, unmapped };
 }

@@ -303,7 +303,9 @@ export function createRecordsService({
             continue;
           }
           const coerced = coerceValue(field, raw);
-          if (coerced.ok) next[field.key] = coerced.value;
+          // A list of blanks (`[""]`, ",") chose nothing: it clears, as an empty list does.
+          if (coerced.ok && isEmptyValue(coerced.value)) delete next[field.key];
+          else if (coerced.ok) next[field.key] = coerced.value;
           else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
         }
         problems.push(
