@@ -397,6 +397,43 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(failed).toMatchObject({ type: 'automation_failed', data: { reason: 'no_recipient' } });
     });
 
+    it('moves a record of an entity with several pipelines to the stage its automation names', async () => {
+      const account = await crmAccount();
+      const put = await t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/entities/lead',
+        key: account.apiKey,
+        body: {
+          ...LEAD_ENTITY,
+          pipelines: [
+            { name: 'Sales', stages: ['New', 'Contacted', 'Won'] },
+            { name: 'Support', stages: ['Open', 'Closed'] },
+          ],
+        },
+      });
+      expect(put.statusCode, put.body).toBe(200);
+      const configured = await configure(account, {
+        name: 'Straight to won',
+        entity: 'lead',
+        pipeline: 'Sales',
+        stage: 'Contacted',
+        action: { type: 'move_stage', pipeline: 'Sales', stage: 'Won' },
+      });
+      expect(configured.statusCode, configured.body).toBe(201);
+      const id = await create(account, { email: 'twopipes@b.co' });
+      const moved = await t.request({
+        method: 'POST',
+        url: `/api/v1/crm/records/${id}/stage`,
+        key: account.apiKey,
+        body: { pipeline: 'Sales', stage: 'Contacted' },
+      });
+      expect(moved.statusCode, moved.body).toBe(200);
+      const [ran] = await resultOf(account, id);
+      expect(ran).toMatchObject({ type: 'automation_ran' });
+      const record = await t.request({ method: 'GET', url: `/api/v1/records/${id}`, key: account.apiKey });
+      expect(record.json().crm).toMatchObject({ pipeline: 'Sales', stage: 'Won' });
+    });
+
     it('stops a chain of move_stage automations after 10 moves with loop_limit', async () => {
       const account = await crmAccount();
       await configure(account, {

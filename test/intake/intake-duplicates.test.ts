@@ -150,6 +150,38 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       expect(read.json().fields).toMatchObject({ first_name: 'Anna', phone: '+49 30 123456' });
     });
 
+    it('update: a repeat that changes nothing leaves no history entry; one that does names its fields and its sender', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const body = { entity: 'lead', fields: { email: 'same@b.co', first_name: 'Ann' } };
+      const id = (await intake(account, body)).json().id;
+      const updates = async () =>
+        (await t.request({ method: 'GET', url: `/api/v1/records/${id}/history`, key: account.apiKey }))
+          .json()
+          .events.filter((event: { type: string }) => event.type === 'lead_updated');
+      const same = await intake(account, body);
+      expect(same.json()).toMatchObject({ id, created: false });
+      expect(await updates()).toEqual([]);
+
+      const source = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        key: account.apiKey,
+        body: { name: 'Website' },
+      });
+      const viaForm = await t.request({
+        method: 'POST',
+        url: `/api/v1/in/${source.json().token}`,
+        body: { entity: 'lead', fields: { email: 'same@b.co', first_name: 'Ann', last_name: 'Lee' } },
+      });
+      expect(viaForm.json()).toMatchObject({ id, created: false, updated: true });
+      const [updated, ...more] = await updates();
+      expect(more).toEqual([]);
+      expect(updated).toMatchObject({
+        data: { fields: ['last_name'] },
+        actor: { type: 'source', name: 'Website' },
+      });
+    });
+
     it('compares letters with accents the same whether sent composed or decomposed (NFC)', async () => {
       const account = await accountWithLeads(t, {
         duplicateRule: { match: ['last_name'], action: 'update' },

@@ -455,6 +455,9 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             {
               stage: action.stage_id ?? action.stage ?? '',
               pipeline: action.stage_id ? null : action.pipeline,
+              // A stage id names one stage of one pipeline: on an entity with several pipelines
+              // that pipeline is found from it (without, the move asked for a pipeline and failed).
+              pipelineFromStage: true,
             },
           );
           await result(tx, accountId, recordId, automation, {

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ErrorCode, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
@@ -135,6 +136,16 @@ const UNLOGGED_REFUSALS = new Set<ErrorCode>([
   'csrf_failed',
   'rate_limited',
 ]);
+
+/**
+ * Who the record's history names for what a handover did (decisions §10 actors): the signed-in
+ * person, else the API key (`api:<name>`), else the source token's source (`source:<name>`).
+ */
+function historyActor(ctx: IntakeContext): string {
+  return (
+    ctx.actor ?? (ctx.keyName ? `api:${ctx.keyName}` : ctx.sourceName ? `source:${ctx.sourceName}` : 'api')
+  );
+}
 
 /** Values of the incoming handover that overwrite a stored record: the non-empty ones. */
 function merge(
@@ -563,23 +574,31 @@ export function createIntakeService({
       },
       tx,
     );
-    const changed = Object.keys(prepared.values);
-    await records.insertEvents(
-      ctx.accountId,
-      [
-        {
-          recordId: existing.id,
-          type: 'lead_updated',
-          message: `Updated by a repeated handover (${reason})`,
-          data: { fields: changed, reason, request_id: ctx.requestId },
-        },
-      ],
-      tx,
+    // The values that differ from the stored ones: a repeat that changes nothing leaves no
+    // history entry and sends no `record.updated` (whose `changed` lists what changed).
+    const stored = existing.fields as Record<string, unknown>;
+    const changed = Object.keys(prepared.values).filter(
+      (key) => !isDeepStrictEqual(stored[key], merged[key]),
     );
-    await outbound.emitEvent(tx, ctx.accountId, 'record.updated', {
-      ...recordEventData(entity.key, { ...row, name: displayName(entity, merged), fields: merged }),
-      changed,
-    });
+    if (changed.length > 0) {
+      await records.insertEvents(
+        ctx.accountId,
+        [
+          {
+            recordId: existing.id,
+            type: 'lead_updated',
+            actor: historyActor(ctx),
+            message: `Updated by a repeated handover (${reason})`,
+            data: { fields: changed, reason, request_id: ctx.requestId },
+          },
+        ],
+        tx,
+      );
+      await outbound.emitEvent(tx, ctx.accountId, 'record.updated', {
+        ...recordEventData(entity.key, { ...row, name: displayName(entity, merged), fields: merged }),
+        changed,
+      });
+    }
     await addNotes(ctx, tx, existing.id, handover.notes, true);
     return row;
   }
@@ -602,7 +621,7 @@ export function createIntakeService({
         {
           triggeredBy: 'intake',
           partnerIds: handover.distribution.partnerIds ?? undefined,
-          actor: ctx.actor ?? (ctx.sourceName ? `source:${ctx.sourceName}` : `api:${ctx.keyName ?? ''}`),
+          actor: historyActor(ctx),
         },
         tx,
       );
@@ -694,10 +713,8 @@ export function createIntakeService({
    */
   async function book(ctx: IntakeContext, tx: Executor, handover: Handover, outcome: IntakeOutcome) {
     if (!handover.booking) return;
-    const actor =
-      ctx.actor ?? (ctx.keyName ? `api:${ctx.keyName}` : ctx.sourceName ? `source:${ctx.sourceName}` : 'api');
     const result = await booking.forIntake(tx, ctx.accountId, outcome.recordId, handover.booking, {
-      actor,
+      actor: historyActor(ctx),
       requestId: ctx.requestId,
     });
     outcome.booking = result.booking;
@@ -963,7 +980,7 @@ export function createIntakeService({
                 await documents.attach(
                   {
                     accountId: ctx.accountId,
-                    actor: 'api',
+                    actor: historyActor(ctx),
                     requestId: ctx.requestId,
                     newRecord: outcome.created,
                   },
