@@ -117,33 +117,20 @@ export function firstStartBanner(options: {
 }
 
 /**
- * For a first start that generated secrets but could not start serving: they are stored and
- * will not be shown again, so they are shown now, without a curl line that would not answer.
+ * The secrets a first start generated, for a start that shows no banner: they are stored (the
+ * operator token as a hash only) and will not be shown again, so they are shown now, without a
+ * curl line that would not answer. `heading` says why no banner: a server that could not start
+ * serving, or `leads worker` as the first process on a new database.
  */
-/**
- * What `leads worker` prints when it was the first process on a new database: the operator
- * token it generated (stored as a hash only), which no later start can show again.
- */
-export function workerFirstStartNotice(adminToken: string): string {
-  return [
-    '',
-    '  This first start created the operator token; it is shown only now:',
-    '',
-    `  Operator token (/admin/v1): ${adminToken}`,
-    '',
-  ].join('\n');
-}
-
-export function unstartedSecretsNotice(options: {
-  apiKey?: string;
-  adminToken?: string;
-  signInToken?: string;
-}): string {
-  const lines = [
-    '',
-    '  Leadline did not start, but this first start created secrets that are shown only now:',
-    '',
-  ];
+export function firstStartSecretsNotice(
+  heading: string,
+  options: {
+    apiKey?: string;
+    adminToken?: string;
+    signInToken?: string;
+  },
+): string {
+  const lines = ['', `  ${heading}`, ''];
   if (options.adminToken) lines.push(`  Operator token (/admin/v1): ${options.adminToken}`);
   if (options.apiKey) lines.push(`  Demo account API key:       ${options.apiKey}`);
   if (options.signInToken)

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { buildApp, loggerOptions } from '../app.ts';
 import type { Config } from '../config.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
-import { createDemoOnce, firstStartBanner, unstartedSecretsNotice } from './bootstrap.ts';
+import { createDemoOnce, firstStartBanner, firstStartSecretsNotice } from './bootstrap.ts';
 import { openRuntime } from './runtime.ts';
 import { createWorkers } from './worker.ts';
 
@@ -58,7 +58,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       // are lost for good.
       if (demo || secrets.newAdminToken) {
         process.stdout.write(
-          `${unstartedSecretsNotice({ apiKey: demo?.apiKey, adminToken: secrets.newAdminToken, signInToken: demo?.signInToken })}\n`,
+          `${firstStartSecretsNotice('Leadline did not start, but this first start created secrets that are shown only now:', { apiKey: demo?.apiKey, adminToken: secrets.newAdminToken, signInToken: demo?.signInToken })}\n`,
         );
       }
       throw error;

@@ -7,7 +7,7 @@ import { registerAutomationJobs } from '../modules/crm/automations.jobs.ts';
 import { registerEntityJobs } from '../modules/entities/entities.jobs.ts';
 import { createDispatcher } from '../outbound/dispatcher.ts';
 import { registerOutboundJobs } from '../outbound/outbound.jobs.ts';
-import { workerFirstStartNotice } from './bootstrap.ts';
+import { firstStartSecretsNotice } from './bootstrap.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 type WorkerRuntime = Pick<Runtime, 'queue' | 'database' | 'services'>;
@@ -73,7 +73,10 @@ export async function runWorkerUntilSignal(config: Config): Promise<void> {
     // The first process on a new database generates the operator token, whichever it is: a
     // worker started before any server must show it, or it is lost (only its hash is stored).
     if (runtime.secrets.newAdminToken) {
-      process.stdout.write(`${workerFirstStartNotice(runtime.secrets.newAdminToken)}\n`);
+      const heading = 'This first start created the operator token; it is shown only now:';
+      process.stdout.write(
+        `${firstStartSecretsNotice(heading, { adminToken: runtime.secrets.newAdminToken })}\n`,
+      );
     }
     runtime.database.onMaintenanceError = (error) =>
       logger.warn({ err: error }, 'embedded database maintenance failed');

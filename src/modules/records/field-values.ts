@@ -251,6 +251,16 @@ export function coerceValue(field: FieldDef, value: unknown): Coerced {
 }
 
 /**
+ * A submitted value read for its field, or null for no value: empty as sent, or a list of blanks
+ * only (`[""]`, `","`), which chose nothing, as an empty list does.
+ */
+export function readValue(field: FieldDef, raw: unknown): Coerced | null {
+  if (isEmptyValue(raw)) return null;
+  const coerced = coerceValue(field, raw);
+  return coerced.ok && isEmptyValue(coerced.value) ? null : coerced;
+}
+
+/**
  * Matchers by entity definition, built once per definition: a changed entity is loaded as a new
  * definition object, never changed in place, so a definition's matcher stays right.
  */
@@ -294,11 +304,10 @@ export function readValues(entity: EntityDef, submitted: [string, unknown][]): R
       unmapped.push(name);
       continue;
     }
-    if (isEmptyValue(raw)) continue;
-    const coerced = coerceValue(field, raw);
-    // A list of blanks (`[""]`, ",") chose nothing: no value, as an empty list is.
-    if (coerced.ok && !isEmptyValue(coerced.value)) values[field.key] = coerced.value;
-    else if (!coerced.ok) problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
+    const coerced = readValue(field, raw);
+    if (coerced === null) continue;
+    if (coerced.ok) values[field.key] = coerced.value;
+    else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
   }
   return { values, problems, unmapped };
 }

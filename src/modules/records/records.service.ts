@@ -12,13 +12,12 @@ import { isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { Warning } from '../intake/intake.service.ts';
 import {
-  coerceValue,
   createFieldMatcher,
   dedupeKeyOf,
   displayName,
   emailOf,
-  isEmptyValue,
   missingRequired,
+  readValue,
 } from './field-values.ts';
 import { recordEventData } from './record-webhooks.ts';
 import type { RecordsListFilter, RecordsReadRepo, RecordsRepo } from './records.repo.ts';
@@ -298,14 +297,12 @@ export function createRecordsService({
             });
             continue;
           }
-          if (isEmptyValue(raw)) {
+          const coerced = readValue(field, raw);
+          if (coerced === null) {
             delete next[field.key];
             continue;
           }
-          const coerced = coerceValue(field, raw);
-          // A list of blanks (`[""]`, ",") chose nothing: it clears, as an empty list does.
-          if (coerced.ok && isEmptyValue(coerced.value)) delete next[field.key];
-          else if (coerced.ok) next[field.key] = coerced.value;
+          if (coerced.ok) next[field.key] = coerced.value;
           else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
         }
         problems.push(
