@@ -367,7 +367,7 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       }
     });
 
-    it('refuses a session whose user was removed or given another role, at once', async () => {
+    it('refuses a session whose user was removed, renamed or given another role, at once', async () => {
       const account = await t.createAccount();
       const owner = await personWithRole(t, account, 'owner', 'boss@people.test');
       const removed = await personWithRole(t, account, 'member', 'leaving@people.test');
@@ -389,15 +389,20 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       const again = await signIn(t, 'promoted@people.test');
       const read = await asPerson(t, again, { method: 'GET', url: '/api/v1/session' });
       expect(read.json().user.role).toBe('admin');
-      // A new name alone keeps the person signed in.
-      await asPerson(t, owner, {
+      // A new name alone ends the sessions too; the next sign-in reads it.
+      const renamed = await asPerson(t, owner, {
         method: 'PATCH',
         url: `/api/v1/settings/users/${changed.userId}`,
         body: { name: 'Promoted Person' },
       });
-      expect((await asPerson(t, again, { method: 'GET', url: '/api/v1/session' })).json().user.name).toBe(
+      expect(renamed.statusCode).toBe(200);
+      expect((await asPerson(t, again, { method: 'GET', url: '/api/v1/session' })).statusCode).toBe(401);
+      const third = await signIn(t, 'promoted@people.test');
+      expect((await asPerson(t, third, { method: 'GET', url: '/api/v1/session' })).json().user.name).toBe(
         'Promoted Person',
       );
+      // The owner's own sessions are untouched by changes to someone else.
+      expect((await asPerson(t, owner, { method: 'GET', url: '/api/v1/session' })).statusCode).toBe(200);
     });
 
     it('never signs in with a cookie it did not issue, nor reads a session with an API key', async () => {

@@ -59,7 +59,10 @@ export function createUsersService({ db, repo, revokeSessions }: UsersServiceDep
       return present(row);
     },
 
-    /** A new name or role; a change of role ends the person's sessions at once. */
+    /**
+     * A new name or role. Either ends the person's sessions at once (decisions §14: PATCH and
+     * DELETE revoke that user's sessions), also the caller's own when owners change themselves.
+     */
     async update(accountId: string, id: string, changes: { name?: string; role?: Role }) {
       return db.transaction().execute(async (tx) => {
         await repo.lockAccount(accountId, tx);
@@ -70,8 +73,7 @@ export function createUsersService({ db, repo, revokeSessions }: UsersServiceDep
         if (changes.name === undefined && changes.role === undefined) return present(before);
         const row = await repo.update(accountId, id, changes, tx);
         if (!row) throw notFound('No such user');
-        if (changes.role !== undefined && changes.role !== before.role)
-          await revokeSessions(accountId, id, tx);
+        await revokeSessions(accountId, id, tx);
         return present(row);
       });
     },
