@@ -44,12 +44,13 @@ export function FieldValues(maxName: number) {
  * line or paragraph separator). The empty string means "no key". A key outside this rule answers
  * 400 `invalid_idempotency_key` (the error handler maps a schema failure on a key to it), never 422.
  */
-export const IDEMPOTENCY_KEY_PATTERN = '^[^\\p{C}\\p{Zl}\\p{Zp}]{0,255}$';
+export const IDEMPOTENCY_KEY_PATTERN = '^[^\\p{C}\\p{Zl}\\p{Zp}]{1,255}$';
 export const IdempotencyKey = Type.String({
+  minLength: 1,
   maxLength: 255,
   pattern: IDEMPOTENCY_KEY_PATTERN,
   description:
-    '1–255 printable characters, spaces included, compared exactly (empty: no key); another value answers 400 invalid_idempotency_key',
+    '1–255 printable characters, spaces included, compared exactly; another value (the empty one too) answers 400 invalid_idempotency_key',
 });
 /**
  * The `Idempotency-Key` header: the same rule in visible ASCII and spaces, since a header's other
@@ -59,8 +60,9 @@ export const IdempotencyKey = Type.String({
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
+      minLength: 1,
       maxLength: 255,
-      pattern: '^[\\x20-\\x7e]{0,255}$',
+      pattern: '^[\\x20-\\x7e]{1,255}$',
       description:
         '1–255 visible ASCII characters and spaces (the header has no other encoding; other characters go in the body’s key); another value answers 400 invalid_idempotency_key',
     }),

@@ -188,6 +188,51 @@ describe.each(TEST_DATABASES)('S1 idempotency keys and key characters on %s', (k
       expect(await leadsWith('bad-key@keys.co')).toHaveLength(0);
     });
 
+    it('an empty key is refused (1–255 characters), in the body, the header, a bulk entry and a note', async () => {
+      const inBody = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: { entity: 'lead', fields: { email: 'empty-key@keys.co' }, meta: { idempotency_key: '' } },
+      });
+      expect(inBody.statusCode).toBe(400);
+      expect(inBody.json()).toEqual({ error: 'invalid_idempotency_key' });
+      const inHeader = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: { entity: 'lead', fields: { email: 'empty-key@keys.co' } },
+        headers: { 'idempotency-key': '' },
+      });
+      expect(inHeader.statusCode).toBe(400);
+      expect(inHeader.json()).toEqual({ error: 'invalid_idempotency_key' });
+      const s1Refused = await s1Lead({ entity: 'lead', email: 'empty-key@keys.co' }, '');
+      expect(s1Refused.statusCode).toBe(400);
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'empty-key@keys.co' }, meta: { idempotency_key: '' } },
+            { entity: 'lead', fields: { email: 'keyless@keys.co' } },
+          ],
+        },
+      });
+      expect(bulk.statusCode).toBe(200);
+      expect(bulk.json().results[0]).toEqual({ error: 'invalid_idempotency_key' });
+      expect(bulk.json().results[1].created).toBe(true);
+      expect(await leadsWith('empty-key@keys.co')).toHaveLength(0);
+      const note = await t.request({
+        method: 'POST',
+        url: '/api/v1/notes',
+        key: account.apiKey,
+        body: { email: 'keyless@keys.co', body: 'hello', idempotency_key: '' },
+      });
+      expect(note.statusCode).toBe(400);
+      expect(note.json()).toEqual({ error: 'invalid_idempotency_key' });
+    });
+
     it('the Idempotency-Key header takes visible ASCII and spaces only (a header has no other encoding)', async () => {
       const withHeader = (email: string, key: string) =>
         t.request({

@@ -383,6 +383,21 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect((await intake({ entity: 'lead', fields: { email: 'strict@b.co' } }, strict)).statusCode).toBe(
         201,
       );
+      // Unknown keys in `meta` are refused too; known ones are taken.
+      const metaRefused = await intake(
+        { entity: 'lead', fields: { email: 'strict-meta@b.co' }, meta: { bogus: 1, utm_source: 'x' } },
+        strict,
+      );
+      expect(metaRefused.statusCode).toBe(422);
+      expect(metaRefused.json().details).toEqual([
+        expect.objectContaining({ key: 'meta.bogus', reason: 'unmapped' }),
+      ]);
+      const metaKnown = await intake(
+        { entity: 'lead', fields: { email: 'strict-meta@b.co' }, meta: { utm_source: 'x' } },
+        strict,
+      );
+      expect(metaKnown.statusCode).toBe(201);
+      expect(metaKnown.json().warnings).toEqual([]);
     });
   });
 

@@ -202,9 +202,10 @@ export function idempotencyKeyOf(
   header: unknown,
 ): unknown {
   const fromBody = body?.meta?.idempotency_key;
-  if (fromBody !== undefined && fromBody !== null && fromBody !== '') return fromBody;
+  // An empty key is sent and refused (decisions §4: 1–255 characters), not taken as no key.
+  if (fromBody !== undefined && fromBody !== null) return fromBody;
   if (Array.isArray(header)) return header[0];
-  return header === undefined || header === '' ? undefined : header;
+  return header;
 }
 
 /**

@@ -325,7 +325,14 @@ export function createIntakeService({
       throw new AppError('unknown_entity', { message: `No entity ${handover.entity}` });
     }
     const { values, problems, unmapped } = readValues(entity, handover.submitted);
-    const warnings: Warning[] = [...handover.warnings];
+    const warnings: Warning[] = [];
+    // Strict keys refuse every unknown key, `meta.<name>` ones too (interface rule 7: refused
+    // instead of accepted with warnings); other warnings stay warnings.
+    for (const warning of handover.warnings) {
+      if (ctx.strict && warning.reason === 'unmapped')
+        problems.push({ key: warning.key, reason: 'unmapped', message: `${warning.key} is not a known key` });
+      else warnings.push(warning);
+    }
     for (const name of unmapped) {
       if (ctx.strict)
         problems.push({

@@ -37,9 +37,7 @@ export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = a
           entity: request.body.entity,
           // The schema's enum is NOTE_KINDS.
           kind: request.body.kind as NoteInput['kind'],
-          idempotencyKey:
-            request.body.idempotency_key ||
-            (typeof header === 'string' && header !== '' ? header : undefined),
+          idempotencyKey: request.body.idempotency_key ?? (typeof header === 'string' ? header : undefined),
         },
       );
       if (replayed) reply.header('idempotent-replayed', 'true');

@@ -199,8 +199,8 @@ export function createNotesService({
       sender: NoteSender,
       input: NoteInput,
     ): Promise<{ note: ReturnType<typeof presentNote>; replayed: boolean }> {
-      // The empty key means no key (decisions §4); stored, a second one would meet the unique index.
-      if (input.idempotencyKey === '') input = { ...input, idempotencyKey: undefined };
+      // Decisions §4: 1–255 characters; the empty key is refused, not taken as no key.
+      if (input.idempotencyKey !== undefined) checkIdempotencyKey(input.idempotencyKey);
       const subscribed = (await outbound.subscribers(sender.accountId, 'note.added')).length > 0;
       if (!input.idempotencyKey && !subscribed)
         return { note: await addByMatch(sender, input), replayed: false };
@@ -214,7 +214,6 @@ export function createNotesService({
         return { note: presentNote(existing), replayed: true };
       };
       if (input.idempotencyKey) {
-        checkIdempotencyKey(input.idempotencyKey);
         const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);
         if (existing) return replay(existing);
       }
