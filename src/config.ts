@@ -1,6 +1,7 @@
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { DEFAULT_RETRY_SCHEDULE_S } from './outbound/retry-schedule.ts';
+import type { S3Settings } from './storage/s3-storage.ts';
 
 /** Settings read once at boot (decisions §2) and passed to whatever needs them. */
 export interface Config {
@@ -12,6 +13,13 @@ export interface Config {
   databasePoolSize: number;
   dataDir: string;
   filesDir: string;
+  /**
+   * Where document bytes are kept (LEADS_FILES_STORAGE, decisions §1): `directory` (filesDir,
+   * the default), `database`, or `s3` (the bucket of `s3`).
+   */
+  filesStorage: FilesStorage;
+  /** The bucket of `filesStorage: 's3'` (LEADS_S3_*); undefined with the other stores. */
+  s3: S3Settings | undefined;
   /** Operator token from the environment; when absent it is generated and kept in the data dir. */
   adminToken: string | undefined;
   /** HMAC secret from the environment; when absent it is generated and kept in the data dir. */
@@ -56,6 +64,9 @@ export interface Config {
 }
 
 export type TrustProxy = boolean | number | string[];
+
+const FILES_STORAGES = ['directory', 'database', 's3'] as const;
+export type FilesStorage = (typeof FILES_STORAGES)[number];
 
 type Env = Record<string, string | undefined>;
 
@@ -133,6 +144,111 @@ function isAddressOrRange(entry: string): boolean {
   }
 }
 
+const S3_SETTINGS = [
+  'LEADS_S3_ENDPOINT',
+  'LEADS_S3_BUCKET',
+  'LEADS_S3_REGION',
+  'LEADS_S3_ACCESS_KEY_ID',
+  'LEADS_S3_SECRET_ACCESS_KEY',
+  'LEADS_S3_FORCE_PATH_STYLE',
+  'LEADS_S3_PREFIX',
+];
+
+/**
+ * LEADS_FILES_STORAGE and the settings of its store. A setting of another store than the one
+ * chosen is refused rather than ignored: the operator who gave it expects documents there.
+ */
+function readFilesStorage(env: Env): { filesStorage: FilesStorage; s3: S3Settings | undefined } {
+  const raw = nonEmpty(env.LEADS_FILES_STORAGE)?.toLowerCase() ?? 'directory';
+  const filesStorage = FILES_STORAGES.find((name) => name === raw);
+  if (!filesStorage) {
+    throw new Error(
+      `LEADS_FILES_STORAGE must be directory, database or s3, got "${env.LEADS_FILES_STORAGE}"`,
+    );
+  }
+  if (filesStorage !== 'directory' && nonEmpty(env.LEADS_FILES_DIR) !== undefined) {
+    throw new Error(
+      `LEADS_FILES_DIR is set, but LEADS_FILES_STORAGE is ${filesStorage}: documents are not kept in a directory; unset one of them`,
+    );
+  }
+  if (filesStorage === 's3') return { filesStorage, s3: readS3(env) };
+  const given = S3_SETTINGS.filter((name) => nonEmpty(env[name]) !== undefined);
+  if (given.length > 0) {
+    throw new Error(
+      `${given.join(', ')} ${given.length === 1 ? 'is' : 'are'} set, but LEADS_FILES_STORAGE is ${filesStorage}: S3 settings apply only with LEADS_FILES_STORAGE=s3`,
+    );
+  }
+  return { filesStorage, s3: undefined };
+}
+
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const REGION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Characters S3 calls safe in object names, in /-separated parts. */
+const PREFIX_PART = /^[A-Za-z0-9!_.*'()-]+$/;
+
+function readS3(env: Env): S3Settings {
+  const bucket = nonEmpty(env.LEADS_S3_BUCKET);
+  if (bucket === undefined) throw new Error('LEADS_S3_BUCKET is required with LEADS_FILES_STORAGE=s3');
+  if (!BUCKET_NAME.test(bucket)) {
+    throw new Error(
+      `LEADS_S3_BUCKET must be a bucket name (3 to 63 lowercase letters, digits, dots and hyphens), got "${bucket}"`,
+    );
+  }
+  const region = nonEmpty(env.LEADS_S3_REGION) ?? 'us-east-1';
+  if (!REGION_NAME.test(region)) {
+    throw new Error(`LEADS_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
+  }
+  const accessKeyId = nonEmpty(env.LEADS_S3_ACCESS_KEY_ID);
+  const secretAccessKey = nonEmpty(env.LEADS_S3_SECRET_ACCESS_KEY);
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new Error(
+      'LEADS_S3_ACCESS_KEY_ID and LEADS_S3_SECRET_ACCESS_KEY go together: set both, or neither (then the AWS_* variables, profile or instance role)',
+    );
+  }
+  const rawPrefix = nonEmpty(env.LEADS_S3_PREFIX)?.replace(/^\/+|\/+$/g, '') ?? '';
+  const parts = rawPrefix === '' ? [] : rawPrefix.split('/');
+  if (
+    rawPrefix.length > 200 ||
+    parts.some((part) => !PREFIX_PART.test(part) || part === '.' || part === '..')
+  ) {
+    throw new Error(
+      `LEADS_S3_PREFIX must be at most 200 letters, digits and !-_.*'() in /-separated parts, got "${env.LEADS_S3_PREFIX}"`,
+    );
+  }
+  return {
+    endpoint: readS3Endpoint(env),
+    bucket,
+    region,
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: readBool(env, 'LEADS_S3_FORCE_PATH_STYLE', false),
+    prefix: rawPrefix === '' ? '' : `${rawPrefix}/`,
+  };
+}
+
+function readS3Endpoint(env: Env): string | undefined {
+  const raw = nonEmpty(env.LEADS_S3_ENDPOINT);
+  if (raw === undefined) return undefined;
+  const url = URL.parse(raw);
+  if (url && (url.username || url.password)) {
+    throw new Error(
+      'LEADS_S3_ENDPOINT must carry no credentials: give them as LEADS_S3_ACCESS_KEY_ID and LEADS_S3_SECRET_ACCESS_KEY',
+    );
+  }
+  if (
+    !url ||
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    !url.hostname ||
+    url.search ||
+    url.hash
+  ) {
+    throw new Error(
+      `LEADS_S3_ENDPOINT must look like https://host[:port] (http:// for a server on a trusted network), got "${raw}"`,
+    );
+  }
+  return raw.replace(/\/+$/, '');
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
@@ -150,6 +266,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: readInt(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
     dataDir,
     filesDir: path.resolve(nonEmpty(env.LEADS_FILES_DIR) ?? path.join(dataDir, 'files')),
+    ...readFilesStorage(env),
     adminToken: nonEmpty(env.LEADS_ADMIN_TOKEN),
     secret: nonEmpty(env.LEADS_SECRET),
     publicUrl,

@@ -209,6 +209,19 @@ export interface DocumentsTable {
   created_at: CreatedAt;
 }
 
+/**
+ * Document bytes kept in the database (LEADS_FILES_STORAGE=database): a file in chunks numbered
+ * from 0; an empty file is one empty chunk. Written as a bytea parameter, read as a Uint8Array
+ * (a Buffer on PostgreSQL).
+ */
+export interface DocumentFileChunksTable {
+  account_id: string;
+  key: string;
+  seq: number;
+  bytes: Uint8Array;
+  created_at: CreatedAt;
+}
+
 export interface RecordTokensTable {
   account_id: string;
   id: string;
@@ -550,6 +563,7 @@ export interface Database {
   stage_history: StageHistoryTable;
   notes: NotesTable;
   documents: DocumentsTable;
+  document_file_chunks: DocumentFileChunksTable;
   record_tokens: RecordTokensTable;
   idempotency_keys: IdempotencyKeysTable;
   intake_log: IntakeLogTable;

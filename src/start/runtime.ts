@@ -2,7 +2,7 @@ import type { Config } from '../config.ts';
 import { type DatabaseHandle, openDatabase } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts';
-import { createDocumentBackend } from '../modules/documents/documents.backend.ts';
+import { createDocumentBackend, filesStoreFor } from '../modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../services.ts';
 import { ensureInstanceSecrets, type InstanceSecrets } from './bootstrap.ts';
 import { tuneJitForDatabase } from './jit.ts';
@@ -52,7 +52,10 @@ export async function openRuntime(
       // A third of the pool: larger groups cost less per record, and the rest of the pool stays
       // free for everything else (docs/decisions.md, Group commit, has the measurements).
       concurrentCreates: Math.max(1, Math.floor(config.databasePoolSize / 3)),
-      ...createDocumentBackend({ filesDir: config.filesDir, allowPrivate: config.fetchAllowPrivate }),
+      ...createDocumentBackend({
+        files: filesStoreFor(config, database.db),
+        allowPrivate: config.fetchAllowPrivate,
+      }),
       outbound: {
         allowPrivate: config.fetchAllowPrivate,
         retryScheduleMs: config.retryScheduleMs,

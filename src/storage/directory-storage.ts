@@ -1,72 +1,33 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { checkStorageKey, createMeter, type FileStorage, newStorageKey } from './storage.ts';
 
-/** Keys are generated here and nothing else is accepted, so no key can leave the directory. */
-const KEY_PATTERN = /^[0-9a-f]{2}\/[0-9a-f-]{36}$/;
-
-export class TooLargeError extends Error {
-  constructor(limit: number) {
-    super(`more than ${limit} bytes`);
-    this.name = 'TooLargeError';
-  }
-}
-
-export interface StoredFile {
-  key: string;
-  size: number;
-  sha256: string;
-  /** Where the bytes are, for sniffing before anything else reads them. */
-  path: string;
-}
-
-/** Where document bytes live (decisions §1): a directory on disk. */
-export interface FileStorage {
-  /** Streams into a temporary file while counting and hashing, then moves it into place. */
-  put(source: Readable, options: { maxBytes: number; signal?: AbortSignal }): Promise<StoredFile>;
-  open(key: string): Promise<Readable>;
-  remove(key: string): Promise<void>;
-}
-
+/**
+ * Document bytes in a directory on disk (LEADS_FILES_DIR): `<2 hex>/<uuid>`, whatever the
+ * account (the account is the document row's).
+ */
 export function createDirectoryStorage(root: string): FileStorage {
   const tmpDir = path.join(root, 'tmp');
-  const pathOf = (key: string) => {
-    if (!KEY_PATTERN.test(key)) throw new Error('not a storage key');
-    return path.join(root, key);
-  };
+  const pathOf = (key: string) => path.join(root, checkStorageKey(key));
 
   return {
-    async put(source, { maxBytes, signal }) {
+    /** Streams into a temporary file while counting and hashing, then moves it into place. */
+    async put(_accountId, source, { maxBytes, signal }) {
       await fs.mkdir(tmpDir, { recursive: true });
-      const id = randomUUID();
-      const key = `${id.slice(0, 2)}/${id}`;
-      const tmpPath = path.join(tmpDir, id);
-      const hash = createHash('sha256');
-      let size = 0;
+      const key = newStorageKey();
+      const tmpPath = path.join(tmpDir, path.basename(key));
+      const meter = createMeter(maxBytes);
       // The file exists before any byte flows: a write stream that opened it by path could
       // create it after a failed pipeline had already removed it, leaving it behind.
       const file = await fs.open(tmpPath, 'wx');
       try {
-        await pipeline(
-          source,
-          async function* count(chunks: AsyncIterable<Buffer>) {
-            for await (const chunk of chunks) {
-              size += chunk.length;
-              if (size > maxBytes) throw new TooLargeError(maxBytes);
-              hash.update(chunk);
-              yield chunk;
-            }
-          },
-          file.createWriteStream(),
-          { signal },
-        );
+        await pipeline(source, meter.count, file.createWriteStream(), { signal });
         const finalPath = pathOf(key);
         await fs.mkdir(path.dirname(finalPath), { recursive: true });
         await fs.rename(tmpPath, finalPath);
-        return { key, size, sha256: hash.digest('hex'), path: finalPath };
+        return meter.result(key);
       } catch (error) {
         await file.close().catch(() => {});
         await fs.rm(tmpPath, { force: true });
@@ -74,13 +35,13 @@ export function createDirectoryStorage(root: string): FileStorage {
       }
     },
 
-    async open(key) {
+    async open(_accountId, key) {
       const filePath = pathOf(key);
       await fs.access(filePath);
       return createReadStream(filePath);
     },
 
-    async remove(key) {
+    async remove(_accountId, key) {
       await fs.rm(pathOf(key), { force: true });
     },
   };

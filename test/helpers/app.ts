@@ -113,7 +113,10 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
       outboxDir: path.join(filesDir, 'outbox'),
       ...options.outbound,
     },
-    ...createDocumentBackend({ filesDir, allowPrivate: options.fetchAllowPrivate ?? true }),
+    ...createDocumentBackend({
+      files: { kind: 'directory', dir: filesDir },
+      allowPrivate: options.fetchAllowPrivate ?? true,
+    }),
     jobs: queue,
     distribution: options.distribution,
   });

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type Config, loadConfig } from '../../src/config.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The project's Node 24, whatever `node` the test runner found first. */
@@ -62,6 +63,22 @@ export function spawnCaptured(
   lifetime.unref();
   exited.then(() => clearTimeout(lifetime));
   return { child, output: () => output, exited };
+}
+
+/**
+ * Settings of a server started in the test's own process (`startServer`): a port the system
+ * picks, no demo account, no workers, documents fetched from loopback; `env` adds or overrides.
+ */
+export function inProcessServerConfig(env: Record<string, string>): Config {
+  return loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LEADS_DEMO: 'false',
+    LEADS_FETCH_ALLOW_PRIVATE: 'true',
+    LEADS_RUN_WORKERS: 'false',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
 }
 
 /** One API call to a running service: the status and the parsed JSON answer. */

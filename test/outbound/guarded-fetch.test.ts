@@ -47,6 +47,15 @@ const PDF = Buffer.from('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n');
 const PNG = tinyPng();
 const TEXT = Buffer.from('Grüße aus dem Test\n');
 
+/** The account the fetched files belong to (the directory keeps every account's alike). */
+const ACCOUNT = '00000000-0000-4000-8000-000000000001';
+
+/** A document fetcher that fetches for ACCOUNT. */
+function fetcherFor(deps: Parameters<typeof createDocumentFetcher>[0]) {
+  const fetchDocument = createDocumentFetcher(deps);
+  return (url: string) => fetchDocument(ACCOUNT, url);
+}
+
 describe('guarded fetcher and document download', () => {
   let server: http.Server;
   let port: number;
@@ -105,13 +114,13 @@ describe('guarded fetcher and document download', () => {
 
   const storage = () => createDirectoryStorage(filesDir);
   const permissive = (limits: { maxBytes?: number; timeoutMs?: number } = {}) =>
-    createDocumentFetcher({
+    fetcherFor({
       fetcher: createGuardedFetcher({ allowPrivate: true, timeoutMs: limits.timeoutMs ?? 5_000 }),
       storage: storage(),
       maxBytes: limits.maxBytes ?? 1024 * 1024,
     });
   const strict = (resolve?: Resolver) =>
-    createDocumentFetcher({
+    fetcherFor({
       fetcher: createGuardedFetcher({ allowPrivate: false, resolve }),
       storage: storage(),
     });
@@ -234,7 +243,7 @@ describe('guarded fetcher and document download', () => {
     it('pins the connection to the checked address whatever the name resolves to later', async () => {
       // The name resolves to the test server; the policy lets exactly that address and port through.
       const policy = { allows: (address: string, p: number) => address === '127.0.0.1' && p === port };
-      const fetch = createDocumentFetcher({
+      const fetch = fetcherFor({
         fetcher: createGuardedFetcher({
           allowPrivate: false,
           policy,
@@ -290,7 +299,7 @@ describe('guarded fetcher and document download', () => {
 
     it('re-checks every redirect: an allowed server cannot send the fetch to loopback', async () => {
       const policy = { allows: (address: string, p: number) => address === '127.0.0.1' && p === port };
-      const fetch = createDocumentFetcher({
+      const fetch = fetcherFor({
         fetcher: createGuardedFetcher({ allowPrivate: false, policy }),
         storage: storage(),
       });

@@ -4,10 +4,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
 import { type RunningServer, startServer } from '../../src/start/server.ts';
 import { LEAD_ENTITY } from '../helpers/fixtures.ts';
-import { callApi } from '../helpers/server-process.ts';
+import { callApi, inProcessServerConfig } from '../helpers/server-process.ts';
 
 const ADMIN_TOKEN = 'adm_public_url_test_token_0123456789';
 const OFFER = Buffer.from('%PDF-1.4 an offer');
@@ -34,16 +33,7 @@ describe('PORT=0: links carry the port the server was given', () => {
 
   it('signs document addresses with the bound port, and they download', async () => {
     server = await startServer(
-      loadConfig({
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LEADS_DATA_DIR: dataDir,
-        LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
-        LEADS_DEMO: 'false',
-        LEADS_FETCH_ALLOW_PRIVATE: 'true',
-        LEADS_RUN_WORKERS: 'false',
-        LOG_LEVEL: 'warn',
-      }),
+      inProcessServerConfig({ LEADS_DATA_DIR: dataDir, LEADS_ADMIN_TOKEN: ADMIN_TOKEN }),
     );
     const port = Number(new URL(server.url).port);
     expect(port).toBeGreaterThan(0);

@@ -3,7 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createDirectoryStorage, TooLargeError } from '../../src/storage/directory-storage.ts';
+import { createDirectoryStorage } from '../../src/storage/directory-storage.ts';
+import { TooLargeError } from '../../src/storage/storage.ts';
+
+const ACCOUNT = '00000000-0000-4000-8000-000000000001';
 
 describe('directory storage', () => {
   let root: string;
@@ -12,9 +15,9 @@ describe('directory storage', () => {
   });
   afterEach(() => rm(root, { recursive: true, force: true }));
 
-  it('stores the bytes under a new key with their size and SHA-256', async () => {
+  it('stores the bytes at <root>/<key>, whatever the account, with their size and SHA-256', async () => {
     const storage = createDirectoryStorage(root);
-    const stored = await storage.put(Readable.from([Buffer.from('hello '), Buffer.from('world')]), {
+    const stored = await storage.put(ACCOUNT, Readable.from([Buffer.from('hello '), Buffer.from('world')]), {
       maxBytes: 100,
     });
     expect(stored.size).toBe(11);
@@ -28,6 +31,7 @@ describe('directory storage', () => {
     const failures = await Promise.allSettled(
       Array.from({ length: 200 }, (_, i) =>
         storage.put(
+          ACCOUNT,
           i % 2 === 0
             ? Readable.from([Buffer.alloc(64)])
             : new Readable({

@@ -1,13 +1,10 @@
-import fs from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
 import { type GuardedFetcher, OutboundError } from '../../outbound/guarded-fetch.ts';
-import { type FileStorage, TooLargeError } from '../../storage/directory-storage.ts';
+import { type FileStorage, HEAD_BYTES, TooLargeError } from '../../storage/storage.ts';
 import type { FetchDocument, FetchResult } from './documents.service.ts';
 
 /** 25 MiB per document (decisions §4). */
 export const MAX_DOCUMENT_BYTES = 25 * 1024 * 1024;
-/** How much of a file is read to recognise its type. */
-const SNIFF_BYTES = 64 * 1024;
 const MAX_NAME_LENGTH = 200;
 
 /**
@@ -52,30 +49,25 @@ export function fileNameFor(url: URL, contentDisposition: string | undefined): s
 /** file-type is loaded with the first document fetched, not with the service. */
 let fileTypeLoading: Promise<typeof import('file-type')> | undefined;
 
-/** The media type from the bytes (decisions §4), never from what the sender claimed. */
-export async function sniffMediaType(filePath: string): Promise<string> {
-  const handle = await fs.open(filePath, 'r');
-  try {
-    const buffer = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
-    const head = buffer.subarray(0, bytesRead);
-    fileTypeLoading ??= import('file-type');
-    const { fileTypeFromBuffer } = await fileTypeLoading;
-    const detected = await fileTypeFromBuffer(head);
-    if (detected) return detected.mime;
-    if (bytesRead > 0 && !head.includes(0)) {
-      try {
-        // A cut at the end of the sample may split a character: `stream` tolerates that.
-        new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: bytesRead === SNIFF_BYTES });
-        return 'text/plain';
-      } catch {
-        // Not UTF-8 text.
-      }
+/**
+ * The media type from the bytes (decisions §4), never from what the sender claimed: `head` is the
+ * file's first HEAD_BYTES (all of it when shorter), as storage's `put` hands them back.
+ */
+export async function sniffMediaType(head: Buffer): Promise<string> {
+  fileTypeLoading ??= import('file-type');
+  const { fileTypeFromBuffer } = await fileTypeLoading;
+  const detected = await fileTypeFromBuffer(head);
+  if (detected) return detected.mime;
+  if (head.length > 0 && !head.includes(0)) {
+    try {
+      // A cut at the end of the sample may split a character: `stream` tolerates that.
+      new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: head.length === HEAD_BYTES });
+      return 'text/plain';
+    } catch {
+      // Not UTF-8 text.
     }
-    return 'application/octet-stream';
-  } finally {
-    await handle.close();
   }
+  return 'application/octet-stream';
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -92,23 +84,23 @@ export function createDocumentFetcher({
   storage: FileStorage;
   maxBytes?: number;
 }): FetchDocument {
-  return async (url: string): Promise<FetchResult> => {
+  return async (accountId: string, url: string): Promise<FetchResult> => {
     let opened: Awaited<ReturnType<GuardedFetcher['open']>> | undefined;
     try {
       opened = await fetcher.open(url);
       if (opened.status < 200 || opened.status > 299) return { ok: false, reason: `http_${opened.status}` };
       const announced = Number(headerValue(opened.headers['content-length']));
       if (Number.isFinite(announced) && announced > maxBytes) return { ok: false, reason: 'too_large' };
-      const stored = await storage.put(opened.body, { maxBytes });
+      const stored = await storage.put(accountId, opened.body, { maxBytes });
       try {
-        const mime = await sniffMediaType(stored.path);
+        const mime = await sniffMediaType(stored.head);
         const name = fileNameFor(opened.url, headerValue(opened.headers['content-disposition']));
         return {
           ok: true,
           document: { name, mime, size: stored.size, sha256: stored.sha256, storageKey: stored.key },
         };
       } catch (error) {
-        await storage.remove(stored.key);
+        await storage.remove(accountId, stored.key);
         throw error;
       }
     } catch (error) {

@@ -34,16 +34,18 @@ export interface StoredDocument {
 
 export type FetchResult = { ok: true; document: StoredDocument } | { ok: false; reason: string };
 
-/** Fetches one URL into storage through the guarded fetcher. */
-export type FetchDocument = (url: string) => Promise<FetchResult>;
+/** Fetches one URL into the account's storage through the guarded fetcher. */
+export type FetchDocument = (accountId: string, url: string) => Promise<FetchResult>;
 
 export interface DocumentStorage {
-  open(key: string): Promise<Readable>;
-  remove(key: string): Promise<void>;
+  open(accountId: string, key: string): Promise<Readable>;
+  remove(accountId: string, key: string): Promise<void>;
 }
 
 /** Documents fetched for one call, with the field each lands on (null: the record's pool). */
 export interface FetchedBatch {
+  /** The account whose storage holds the fetched files. */
+  accountId: string;
   items: { field: string | null; sourceUrl: string; document: StoredDocument }[];
   warnings: Warning[];
 }
@@ -153,7 +155,9 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       }
       planned.push({ ref, field });
     }
-    const results = await mapLimited(planned, FETCH_CONCURRENCY, (item) => fetchDocument(item.ref.url));
+    const results = await mapLimited(planned, FETCH_CONCURRENCY, (item) =>
+      fetchDocument(accountId, item.ref.url),
+    );
     const items: FetchedBatch['items'] = [];
     for (const [index, result] of results.entries()) {
       const { ref, field } = planned[index]!;
@@ -167,7 +171,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
         warnings.push({ key: field ?? ref.url, reason: 'document_unavailable', message: result.reason });
       }
     }
-    return { items, warnings };
+    return { accountId, items, warnings };
   }
 
   return {
@@ -240,19 +244,21 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       };
       const { count, replaced } = tx ? await write(tx) : await db.transaction().execute(write);
       // Files of replaced documents go once the new ones are committed.
-      for (const key of replaced) await storage.remove(key).catch(() => {});
+      for (const key of replaced) await storage.remove(ctx.accountId, key).catch(() => {});
       return count;
     },
 
     /** Drops fetched files that were never attached (the write that would have used them failed). */
     async discard(batch: FetchedBatch | null): Promise<void> {
-      for (const item of batch?.items ?? []) await storage.remove(item.document.storageKey).catch(() => {});
+      if (!batch) return;
+      for (const item of batch.items)
+        await storage.remove(batch.accountId, item.document.storageKey).catch(() => {});
     },
 
     async open(accountId: string, documentId: string) {
       const row = await repo.find(accountId, documentId);
       if (!row) throw new AppError('not_found', { message: 'Document not found' });
-      return { row, stream: await storage.open(row.storage_key) };
+      return { row, stream: await storage.open(accountId, row.storage_key) };
     },
 
     async signedUrl(accountId: string, documentId: string) {

@@ -1,0 +1,108 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** How many of a file's first bytes `put` hands back, for recognising its type. */
+export const HEAD_BYTES = 64 * 1024;
+
+/** Keys are generated here and nothing else is accepted, so no key can leave its place. */
+const KEY_PATTERN = /^[0-9a-f]{2}\/[0-9a-f-]{36}$/;
+
+export class TooLargeError extends Error {
+  constructor(limit: number) {
+    super(`more than ${limit} bytes`);
+    this.name = 'TooLargeError';
+  }
+}
+
+export interface StoredFile {
+  key: string;
+  size: number;
+  sha256: string;
+  /** The first bytes (up to HEAD_BYTES), so that the type is read without reading the file again. */
+  head: Buffer;
+}
+
+export interface PutOptions {
+  maxBytes: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Where document bytes live (decisions §1): a directory on disk, the database, or an
+ * S3-compatible bucket (LEADS_FILES_STORAGE). Each file belongs to one account; a put that fails,
+ * is aborted or passes `maxBytes` leaves nothing behind.
+ */
+export interface FileStorage {
+  put(accountId: string, source: Readable, options: PutOptions): Promise<StoredFile>;
+  open(accountId: string, key: string): Promise<Readable>;
+  remove(accountId: string, key: string): Promise<void>;
+}
+
+/** What `open` throws for a key that holds nothing, whichever the store (as the file system's ENOENT). */
+export function missingFile(key: string): Error {
+  return Object.assign(new Error(`no stored file ${key}`), { code: 'ENOENT' });
+}
+
+/** A new storage key: `<2 hex>/<uuid>`. */
+export function newStorageKey(): string {
+  const id = randomUUID();
+  return `${id.slice(0, 2)}/${id}`;
+}
+
+/** Refuses anything that is not a key `newStorageKey` made. */
+export function checkStorageKey(key: string): string {
+  if (!KEY_PATTERN.test(key)) throw new Error('not a storage key');
+  return key;
+}
+
+/**
+ * Counts, hashes and keeps the head of the bytes that pass through `meter.count`; passing
+ * `maxBytes` fails the stream with TooLargeError.
+ */
+export function createMeter(maxBytes: number) {
+  const hash = createHash('sha256');
+  const head: Buffer[] = [];
+  let headLength = 0;
+  let size = 0;
+  return {
+    async *count(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+      for await (const chunk of chunks) {
+        size += chunk.length;
+        if (size > maxBytes) throw new TooLargeError(maxBytes);
+        hash.update(chunk);
+        if (headLength < HEAD_BYTES) {
+          const part = chunk.subarray(0, HEAD_BYTES - headLength);
+          head.push(part);
+          headLength += part.length;
+        }
+        yield chunk;
+      }
+    },
+    /** What passed, once the stream ended. */
+    result(key: string): StoredFile {
+      return { key, size, sha256: hash.digest('hex'), head: Buffer.concat(head, headLength) };
+    },
+  };
+}
+
+/**
+ * Reads a whole source into memory, counted and hashed, for stores that write a file in one go
+ * (database, S3); the limit stops the read as soon as it is passed.
+ */
+export async function readWhole(
+  source: Readable,
+  { maxBytes, signal }: PutOptions,
+): Promise<{ chunks: Buffer[]; file: StoredFile }> {
+  const meter = createMeter(maxBytes);
+  const chunks: Buffer[] = [];
+  await pipeline(
+    source,
+    meter.count,
+    async (counted: AsyncIterable<Buffer>) => {
+      for await (const chunk of counted) chunks.push(chunk);
+    },
+    { signal },
+  );
+  return { chunks, file: meter.result(newStorageKey()) };
+}
