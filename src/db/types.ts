@@ -76,6 +76,8 @@ export interface ApiKeysTable {
   permissions: string[];
   created_at: CreatedAt;
   revoked_at: NullableTimestamp;
+  /** Whether the key may create, change and remove users (migration 0026). */
+  manages_users: Generated<boolean>;
 }
 
 export interface SourcesTable {

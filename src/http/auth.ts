@@ -53,6 +53,8 @@ export type Credential =
       keyName: string;
       strict: boolean;
       permissions: string[];
+      /** Whether the key may create, change and remove users (api_keys.manages_users). */
+      managesUsers: boolean;
       /**
        * False when the key was taken from memory without a look-up (routes with
        * `rememberedKey`): the handler checks it before it acts (AuthService.findApiKey).
@@ -107,6 +109,11 @@ export interface RouteAuth {
    * signed in or not); the document states its schemes as optional.
    */
   optional?: boolean;
+  /**
+   * Users and roles (decisions §14): an API key needs `manages_users` beside the permission, so
+   * that a key an admin made cannot do what the admin may not.
+   */
+  usersManagement?: boolean;
 }
 
 /**
@@ -260,6 +267,9 @@ export function authorize(request: FastifyRequest): void {
   }
   if (credential.kind === 'api_key' && routeAuth.permission) {
     if (!credential.permissions.includes(routeAuth.permission)) throw new AppError('forbidden');
+  }
+  if (credential.kind === 'api_key' && routeAuth.usersManagement && !credential.managesUsers) {
+    throw new AppError('forbidden');
   }
 }
 

@@ -279,6 +279,21 @@ describe.each(TEST_DATABASES)('roles and sessions as credentials on %s', (kind) 
       expect(broken.json().error).toBe('csrf_failed');
       const signOut = await asPerson(t, people.member, { method: 'DELETE', url: '/api/v1/session' }, null);
       expect(signOut.json().error).toBe('csrf_failed');
+      // Setting a password by the cookie alone: the token first, before the body's schema.
+      const password = await asPerson(
+        t,
+        people.member,
+        { method: 'POST', url: '/api/v1/session/password', body: { password: 'short' } },
+        null,
+      );
+      expect(password.statusCode).toBe(403);
+      expect(password.json().error).toBe('csrf_failed');
+      const checked = await asPerson(t, people.member, {
+        method: 'POST',
+        url: '/api/v1/session/password',
+        body: { password: 'short' },
+      });
+      expect(checked.statusCode).toBe(422);
       // Reads need none; an API key never needs one, even with a cookie beside it.
       expect(
         (await asPerson(t, people.member, { method: 'GET', url: `/api/v1/records/${recordId}` }, null))
@@ -314,6 +329,69 @@ describe.each(TEST_DATABASES)('roles and sessions as credentials on %s', (kind) 
         url: `/api/v1/settings/users/${(await t.request({ method: 'GET', url: '/api/v1/settings/users', key: other.apiKey })).json().users[0]?.id ?? randomUUID()}`,
       });
       expect(user.statusCode).toBe(404);
+    });
+
+    it('lets no admin become owner through a key: a key an admin makes may not manage users', async () => {
+      const fresh = await t.createAccount();
+      const owner = await personWithRole(t, fresh, 'owner', `${randomUUID()}@roles.test`);
+      const admin = await personWithRole(t, fresh, 'admin', `${randomUUID()}@roles.test`);
+      const keyBy = async (credential: { session?: Session; key?: string }) => {
+        const request: Request = {
+          method: 'POST',
+          url: '/api/v1/settings/api-keys',
+          body: { name: randomUUID() },
+        };
+        const made = credential.session
+          ? await asPerson(t, credential.session, request)
+          : await t.request({ ...request, key: credential.key });
+        expect(made.statusCode, made.body).toBe(201);
+        return made.json() as { key: string; manages_users: boolean; permissions: string[] };
+      };
+      const promote = (key: string) =>
+        t.request({
+          method: 'PATCH',
+          url: `/api/v1/settings/users/${admin.userId}`,
+          key,
+          body: { role: 'owner' },
+        });
+      const adminsKey = await keyBy({ session: admin });
+      expect(adminsKey.permissions).toContain('settings');
+      expect(adminsKey.manages_users).toBe(false);
+      const refused = await promote(adminsKey.key);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().error).toBe('forbidden');
+      const adding = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/users',
+        key: adminsKey.key,
+        body: { email: `${randomUUID()}@roles.test`, name: 'Sneaky', role: 'owner' },
+      });
+      expect(adding.statusCode).toBe(403);
+      // Nor through a key that key makes; the rest of the settings API stays open to it.
+      const second = await keyBy({ key: adminsKey.key });
+      expect(second.manages_users).toBe(false);
+      expect((await promote(second.key)).statusCode).toBe(403);
+      expect(
+        (await t.request({ method: 'GET', url: '/api/v1/settings/users', key: second.key })).statusCode,
+      ).toBe(200);
+      // The operator's first key, an owner's key and a key one of those makes may.
+      expect((await keyBy({ key: fresh.apiKey })).manages_users).toBe(true);
+      const ownersKey = await keyBy({ session: owner });
+      expect(ownersKey.manages_users).toBe(true);
+      const listed = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/api-keys?limit=100',
+        key: fresh.apiKey,
+      });
+      expect(
+        listed
+          .json()
+          .api_keys.map((key: { manages_users: boolean }) => key.manages_users)
+          .sort(),
+      ).toEqual([false, false, true, true, true]);
+      const promoted = await promote(ownersKey.key);
+      expect(promoted.statusCode).toBe(200);
+      expect(promoted.json().role).toBe('owner');
     });
 
     it('refuses the module of an account that has not booked it, as for keys', async () => {

@@ -58,7 +58,7 @@ export function createAccountsService({ db, repo, apiKeys, onAccountChanged }: A
           },
           tx,
         );
-        const key = await apiKeys.create(accountId, { name: 'Initial key' }, tx);
+        const key = await apiKeys.create(accountId, { name: 'Initial key' }, { kind: 'operator' }, tx);
         return { ...present(row), api_key: { id: key.id, name: key.name, key: key.key } };
       });
     },

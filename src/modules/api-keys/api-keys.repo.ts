@@ -7,9 +7,19 @@ export interface NewApiKeyRow {
   keyHash: Buffer;
   strict: boolean;
   permissions: string[];
+  managesUsers: boolean;
 }
 
-const KEY_COLUMNS = ['id', 'name', 'prefix', 'strict', 'permissions', 'created_at', 'revoked_at'] as const;
+const KEY_COLUMNS = [
+  'id',
+  'name',
+  'prefix',
+  'strict',
+  'permissions',
+  'manages_users',
+  'created_at',
+  'revoked_at',
+] as const;
 
 export function createApiKeysRepo(db: Executor) {
   return {
@@ -24,6 +34,7 @@ export function createApiKeysRepo(db: Executor) {
           key_hash: key.keyHash,
           strict: key.strict,
           permissions: key.permissions,
+          manages_users: key.managesUsers,
         })
         .returning(KEY_COLUMNS)
         .executeTakeFirstOrThrow();

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { accountIdOf } from '../../http/auth.ts';
+import { accountIdOf, callerOf } from '../../http/auth.ts';
 import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
 import { ApiKey, ApiKeyList, CreateApiKeyBody, CreatedApiKey, UpdateApiKeyBody } from './api-keys.schemas.ts';
-import type { ApiKeysService } from './api-keys.service.ts';
+import type { ApiKeysService, KeyMaker } from './api-keys.service.ts';
 
 const auth = { accept: ['api_key' as const], permission: 'settings' as const };
 const tags = ['Settings: API keys'];
@@ -24,7 +24,14 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeysService 
         response: { 201: CreatedApiKey, ...s2Errors },
       },
     },
-    async (request, reply) => reply.code(201).send(await apiKeys.create(accountIdOf(request), request.body)),
+    async (request, reply) => {
+      const caller = callerOf(request);
+      const maker: KeyMaker =
+        caller.kind === 'session'
+          ? { kind: 'session', role: caller.user.role }
+          : { kind: 'api_key', managesUsers: caller.managesUsers };
+      return reply.code(201).send(await apiKeys.create(caller.account.id, request.body, maker));
+    },
   );
 
   app.get(

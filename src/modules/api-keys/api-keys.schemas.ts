@@ -4,6 +4,12 @@ import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 
 export const Permission = Type.String({ enum: [...PERMISSIONS] });
 
+/** Users and roles are the owner's (decisions §14): what a key made by an admin lacks. */
+const ManagesUsers = Type.Boolean({
+  description:
+    'Whether the key may create, change and remove users: keys made by the operator, by an owner or by such a key may; keys made by a signed-in admin (or by a key that may not) may not',
+});
+
 export const ApiKeyName = Type.String({ minLength: 1, maxLength: 100 });
 
 export const ApiKey = Type.Object({
@@ -12,6 +18,7 @@ export const ApiKey = Type.Object({
   prefix: Type.String(),
   strict: Type.Boolean(),
   permissions: Type.Array(Type.String()),
+  manages_users: ManagesUsers,
   created_at: Timestamp,
 });
 
@@ -22,6 +29,7 @@ export const CreatedApiKey = Type.Object({
   prefix: Type.String(),
   strict: Type.Boolean(),
   permissions: Type.Array(Type.String()),
+  manages_users: ManagesUsers,
   created_at: Timestamp,
 });
 

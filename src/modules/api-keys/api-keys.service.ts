@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Executor } from '../../db/types.ts';
+import type { Executor, Role } from '../../db/types.ts';
 import { PERMISSIONS } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
@@ -13,6 +13,7 @@ interface KeyRow {
   prefix: string;
   strict: boolean;
   permissions: string[];
+  manages_users: boolean;
   created_at: Date;
 }
 
@@ -23,6 +24,7 @@ export function presentKey(row: KeyRow) {
     prefix: row.prefix,
     strict: row.strict,
     permissions: row.permissions,
+    manages_users: row.manages_users,
     created_at: iso(row.created_at),
   };
 }
@@ -31,6 +33,21 @@ export interface CreateKeyInput {
   name: string;
   strict?: boolean;
   permissions?: string[];
+}
+
+/**
+ * Who makes a key, for what it may do beyond its permissions: users and roles are the owner's
+ * (decisions §14), so a key made by a signed-in admin, or by a key that may not manage users,
+ * may not either; the operator's, an owner's and such a key's keys may.
+ */
+export type KeyMaker =
+  | { kind: 'operator' }
+  | { kind: 'session'; role: Role }
+  | { kind: 'api_key'; managesUsers: boolean };
+
+function managesUsersOf(maker: KeyMaker): boolean {
+  if (maker.kind === 'operator') return true;
+  return maker.kind === 'session' ? maker.role === 'owner' : maker.managesUsers;
 }
 
 export function createApiKeysService({
@@ -43,7 +60,7 @@ export function createApiKeysService({
 }) {
   return {
     /** Creates a key; the only time its value is returned. A new key gets every permission unless told otherwise. */
-    async create(accountId: string, input: CreateKeyInput, tx?: Executor) {
+    async create(accountId: string, input: CreateKeyInput, maker: KeyMaker, tx?: Executor) {
       const permissions = input.permissions ?? [...PERMISSIONS];
       const unknown = permissions.filter((p) => !(PERMISSIONS as readonly string[]).includes(p));
       if (unknown.length > 0) {
@@ -65,6 +82,7 @@ export function createApiKeysService({
           keyHash: hashSecret(key),
           strict: input.strict ?? false,
           permissions: [...new Set(permissions)],
+          managesUsers: managesUsersOf(maker),
         },
         tx,
       );

@@ -24,6 +24,7 @@ export function createAuthRepo(db: Executor) {
           'api_keys.name',
           'api_keys.strict',
           'api_keys.permissions',
+          'api_keys.manages_users',
         ])
         .where('api_keys.key_hash', '=', keyHash)
         .where('api_keys.revoked_at', 'is', null)

@@ -106,6 +106,7 @@ export function createAuthService({ repo, secret, now = () => new Date() }: Auth
         keyName: row.name,
         strict: row.strict,
         permissions: row.permissions,
+        managesUsers: row.manages_users,
         checked: true,
       };
       remember(hashHex, credential);

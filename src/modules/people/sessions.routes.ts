@@ -165,6 +165,14 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
     {
       // Signed in or with a token: the handler reads the session itself (optionalSession).
       config: { auth: { accept: ['session'], optional: true } },
+      // Without a token the change rides on the cookie: its CSRF token is checked before the
+      // body's schema (decisions §14), as on every other route, so that a forged request
+      // learns nothing from a validation answer.
+      preValidation: async (request) => {
+        const body = request.body;
+        const withToken = typeof body === 'object' && body !== null && 'token' in body;
+        if (!withToken) await optionalSession(request);
+      },
       schema: {
         tags,
         operationId: 'setPassword',

@@ -5,8 +5,13 @@ import { accountIdOf, ROLES } from '../../http/auth.ts';
 import { IdParams, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
 import type { UsersService } from './users.service.ts';
 
-/** Users and roles are the owner's (decisions §14); an API key needs `settings`. */
-const ownerOnly = { accept: ['api_key' as const], permission: 'settings' as const, role: 'owner' as const };
+/** Users and roles are the owner's (decisions §14); an API key needs `settings` and `manages_users`. */
+const ownerOnly = {
+  accept: ['api_key' as const],
+  permission: 'settings' as const,
+  role: 'owner' as const,
+  usersManagement: true,
+};
 /** Every signed-in person may see who the account's people are (assignees, viewers). */
 const list = { accept: ['api_key' as const], permission: 'settings' as const, role: 'viewer' as const };
 const tags = ['Settings: users'];
