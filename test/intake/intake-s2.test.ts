@@ -276,6 +276,34 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
   });
 
   describe('errors', () => {
+    it('needs fields, or values as top-level keys: a handover with neither is 422', async () => {
+      await putEntity(t, account, 'loose', {
+        name: 'Loose',
+        fields: [{ key: 'topic', label: 'Topic', type: 'text' }],
+      });
+      for (const body of [{ entity: 'loose' }, { entity: 'loose', meta: { source: 'web' }, note: 'hi' }]) {
+        const refused = await intake(body);
+        expect(refused.statusCode, JSON.stringify(body)).toBe(422);
+        expect(refused.json()).toEqual({
+          error: 'validation_failed',
+          details: [{ key: 'fields', reason: 'required', message: 'fields is required' }],
+        });
+      }
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [{ entity: 'loose' }, { entity: 'loose', fields: {} }, { entity: 'loose', topic: 'x' }],
+        },
+      });
+      expect(
+        bulk
+          .json()
+          .results.map((result: { error?: string; created?: boolean }) => result.error ?? result.created),
+      ).toEqual(['validation_failed', true, true]);
+    });
+
     it.each([
       ['a missing required field', { first_name: 'No email' }, 'email', 'required'],
       [

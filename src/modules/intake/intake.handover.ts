@@ -133,6 +133,11 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   for (const [key, value] of ownEntries(body)) {
     if (!S2_RESERVED_KEYS.has(key)) submitted.push([key, value]);
   }
+  // `fields` is required (interface); values as top-level keys (rule 1, a plain form's) stand
+  // in for it, but a handover with neither has nothing to take in.
+  if (body.fields === undefined && submitted.length === 0) {
+    problems.push({ key: 'fields', reason: 'required', message: 'fields is required' });
+  }
 
   const meta = body.meta ?? {};
   const origin: Record<string, string> = {};
