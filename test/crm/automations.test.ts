@@ -546,6 +546,12 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
           'action.record_token_fields',
           'required',
         ],
+        [
+          // A note mints no record token: the variable would always be empty.
+          { ...base, action: { type: 'note', body: 'token {{record_token}}' } },
+          'action.body',
+          'not_allowed',
+        ],
         [{ ...base, entity: 'nothing', action: { type: 'note', body: 'x' } }, 'entity', 'unknown_entity'],
       ];
       for (const [body, key, reason] of cases) {
@@ -580,6 +586,184 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
         key: account.apiKey,
       });
       expect(list.json().automations).toEqual([]);
+    });
+  });
+
+  describe('entity changes', () => {
+    const TMP = {
+      name: 'Tmp',
+      fields: [
+        { key: 'a', label: 'A', type: 'text' },
+        { key: 'email', label: 'Email', type: 'text', format: 'email' },
+        { key: 'phone', label: 'Phone', type: 'text' },
+      ],
+      pipelines: [{ name: 'Main', stages: ['S1', 'S2', 'S3'] }],
+    };
+    const putTmp = (account: TestAccount, definition: object) =>
+      t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/entities/tmp',
+        key: account.apiKey,
+        body: definition,
+      });
+    const automationOn = async (account: TestAccount, name: string, stage: string, action: object) => {
+      const response = await configure(account, { name, entity: 'tmp', stage, action });
+      expect(response.statusCode, response.body).toBe(201);
+      return response.json().id as string;
+    };
+    /** The refusal's details as `key: reason`, and its messages. */
+    const refusal = (response: { statusCode: number; json(): any }) => {
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error).toBe('validation_failed');
+      const details = response.json().details as { key: string; reason: string; message: string }[];
+      return {
+        keys: details.map((d) => `${d.key}: ${d.reason}`).sort(),
+        messages: details.map((d) => d.message),
+      };
+    };
+
+    it('refuses a change that leaves an enabled automation without its field, stage or email field', async () => {
+      const account = await crmAccount();
+      expect((await putTmp(account, TMP)).statusCode).toBe(200);
+      const note = await automationOn(account, 'note', 'S2', { type: 'note', body: 'A is {{a}}' });
+      const email = await automationOn(account, 'email', 'S2', {
+        type: 'email',
+        to: '{{email}}',
+        subject: 's',
+        body: 'b',
+      });
+      const onward = await automationOn(account, 'onward', 'S1', { type: 'move_stage', stage: 'S3' });
+      const link = await automationOn(account, 'link', 'S1', {
+        type: 'email',
+        to: 'desk@leads.test',
+        subject: 's',
+        body: '{{record_token}}',
+        record_token_fields: ['phone'],
+      });
+      // A disabled automation runs nowhere: a change may leave it behind (enabling it is checked).
+      const off = await automationOn(account, 'off', 'S2', { type: 'note', body: '{{a}}' });
+      await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/automations/${off}`,
+        key: account.apiKey,
+        body: { enabled: false },
+      });
+
+      // Only field b: the note's {{a}}, the email's {{email}} and the token's phone are gone.
+      const fieldsGone = refusal(
+        await putTmp(account, { ...TMP, fields: [{ key: 'b', label: 'B', type: 'text' }] }),
+      );
+      expect(fieldsGone.keys).toEqual(
+        [
+          `automations.${note}.action.body: used_by_automation`,
+          `automations.${email}.action.to: used_by_automation`,
+          `automations.${link}.action.record_token_fields: used_by_automation`,
+        ].sort(),
+      );
+      expect(fieldsGone.messages).toContainEqual(expect.stringMatching(/^automation "note": \{\{a\}\}/));
+      // The email field without its format holds no address any more.
+      const [, emailField, phone] = TMP.fields;
+      const noFormat = refusal(
+        await putTmp(account, { ...TMP, fields: [TMP.fields[0], { ...emailField, format: null }, phone] }),
+      );
+      expect(noFormat.keys).toEqual([`automations.${email}.action.to: used_by_automation`]);
+      // S3 left out: the move has no target; S2 left out: two automations have no stage to run on.
+      expect(
+        refusal(await putTmp(account, { ...TMP, pipelines: [{ name: 'Main', stages: ['S1', 'S2'] }] })).keys,
+      ).toEqual([`automations.${onward}.action.stage: used_by_automation`]);
+      const s2Gone = refusal(
+        await putTmp(account, { ...TMP, pipelines: [{ name: 'Main', stages: ['S1', 'S3'] }] }),
+      );
+      expect(s2Gone.keys).toEqual(
+        [
+          `automations.${note}.stage: used_by_automation`,
+          `automations.${email}.stage: used_by_automation`,
+        ].sort(),
+      );
+      expect(s2Gone.messages).toContainEqual(
+        'automation "note" runs on stage S2 of Main, which the definition leaves out',
+      );
+      // The pipeline left out (another in its place): every stage is gone, and the move's pipeline.
+      expect(
+        refusal(await putTmp(account, { ...TMP, pipelines: [{ name: 'Other', stages: ['S1', 'S2', 'S3'] }] }))
+          .keys,
+      ).toEqual(
+        [note, email, onward, link]
+          .map((id) => `automations.${id}.stage: used_by_automation`)
+          .concat(`automations.${onward}.action.pipeline: used_by_automation`)
+          .sort(),
+      );
+
+      // Nothing was changed: the definition is as it was, the automations enabled and running.
+      const entity = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/entities/tmp',
+        key: account.apiKey,
+      });
+      expect(entity.json()).toMatchObject({
+        fields: [{ key: 'a' }, { key: 'email', format: 'email' }, { key: 'phone' }],
+        pipelines: [{ name: 'Main', stages: ['S1', 'S2', 'S3'] }],
+      });
+      const list = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/automations',
+        key: account.apiKey,
+      });
+      expect(list.json().automations.map((a: { enabled: boolean }) => a.enabled)).toEqual([
+        true,
+        true,
+        true,
+        true,
+        false,
+      ]);
+      const record = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: { entity: 'tmp', fields: { a: 'x', email: 'x@leads.test' } },
+      });
+      const id = record.json().id as string;
+      await move(account, id, 'S2');
+      const ran = await resultOf(account, id, 2);
+      expect(ran.map((e) => e.type)).toEqual(['automation_ran', 'automation_ran']);
+      const notes = (await events(account, id)).filter((e) => e.type === 'note_added');
+      expect(notes.map((e) => e.message)).toEqual(['A is x']);
+
+      // A change that leaves alone what they use is saved; so is one once they were changed or removed.
+      expect(
+        (await putTmp(account, { ...TMP, fields: [...TMP.fields, { key: 'c', label: 'C', type: 'text' }] }))
+          .statusCode,
+      ).toBe(200);
+      for (const removed of [note, email, link]) {
+        await t.request({
+          method: 'DELETE',
+          url: `/api/v1/settings/automations/${removed}`,
+          key: account.apiKey,
+        });
+      }
+      const changed = await putTmp(account, { ...TMP, fields: [{ key: 'b', label: 'B', type: 'text' }] });
+      expect(changed.statusCode, changed.body).toBe(200);
+    });
+
+    it('names only what the change breaks, not what an automation lacked before', async () => {
+      const account = await crmAccount();
+      expect((await putTmp(account, TMP)).statusCode).toBe(200);
+      const legacy = await automationOn(account, 'legacy', 'S2', { type: 'note', body: 'A is {{a}}' });
+      // Saved before the check existed: a note with {{record_token}}, which can never render.
+      await t.db
+        .updateTable('automations')
+        .set({ config: JSON.stringify({ type: 'note', body: '{{record_token}} {{a}}' }) })
+        .where('account_id', '=', account.id)
+        .where('id', '=', legacy)
+        .execute();
+      const addField = await putTmp(account, {
+        ...TMP,
+        fields: [...TMP.fields, { key: 'c', label: 'C', type: 'text' }],
+      });
+      expect(addField.statusCode, addField.body).toBe(200);
+      const dropA = refusal(await putTmp(account, { ...TMP, fields: TMP.fields.slice(1) }));
+      expect(dropA.keys).toEqual([`automations.${legacy}.action.body: used_by_automation`]);
+      expect(dropA.messages).toEqual(['automation "legacy": {{a}} names no field of tmp']);
     });
   });
 

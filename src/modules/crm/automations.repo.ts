@@ -103,6 +103,16 @@ export function createAutomationsRepo(db: Executor) {
         .then((row) => Number(row.n));
     },
 
+    /** The enabled automations of an entity, whatever their stage: what a change of its definition must not break. */
+    enabledOfEntity(accountId: string, entityId: string, tx: Executor = db): Promise<AutomationRow[]> {
+      return selectAutomations(tx, accountId)
+        .where('e.id', '=', entityId)
+        .where('a.enabled', '=', true)
+        .orderBy('a.created_at')
+        .orderBy('a.id')
+        .execute();
+    },
+
     /** Enabled automations of a stage, in the order they were made: what a move into it runs. */
     async enabledForStage(accountId: string, stageId: string, tx: Executor = db) {
       const result = await sql<{ id: string }>`

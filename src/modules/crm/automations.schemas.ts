@@ -31,7 +31,7 @@ export const AutomationAction = Type.Object(
         minLength: 1,
         maxLength: 20_000,
         description:
-          'email and note: a template; an email body with markup is sent as HTML, its values escaped',
+          'email and note: a template; an email body with markup is sent as HTML, its values escaped; `{{record_token}}` only in an email with record_token_fields (a note mints none: 422)',
       }),
     ),
     record_token_fields: Type.Optional(

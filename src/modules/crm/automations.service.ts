@@ -126,6 +126,14 @@ function checkAction(
       if (template !== undefined) problems.push(...templateProblems(template, entity, `action.${member}`));
     }
   }
+  if (type === 'note' && action.body !== undefined && variablesOf(action.body).includes('record_token')) {
+    // Only an email mints a record token (for its record_token_fields): in a note it would always be empty.
+    problems.push({
+      key: 'action.body',
+      reason: 'not_allowed',
+      message: 'a note mints no record token: {{record_token}} is for email actions with record_token_fields',
+    });
+  }
   if (type === 'email') {
     const to = action.to?.trim();
     if (to !== undefined) {
@@ -136,7 +144,10 @@ function checkAction(
           problems.push({
             key: 'action.to',
             reason: 'unknown_field',
-            message: '`to` names one field as {{field}}',
+            message:
+              variables.length === 1
+                ? `{{${variables[0]}}} names no field of ${entity.key}`
+                : '`to` names one field as {{field}}',
           });
         } else if (field.format !== 'email' && field.role !== 'email') {
           // Decisions §7: `{{field}}` names an email field; another is refused now, not at run time.
@@ -190,6 +201,39 @@ function checkAction(
       });
   }
   return stored;
+}
+
+/** The reason of an entity change refused because an enabled automation needs what it changes. */
+export const USED_BY_AUTOMATION = 'used_by_automation';
+
+/**
+ * What one automation needs of its entity's definition and does not find in it: its own stage, and
+ * the problems of its action (the checks of its configuration). Keyed `automations.<id>.<member>`.
+ */
+function dependencyProblems(entity: EntityDef, row: AutomationRow): ValidationDetail[] {
+  const at = `automations.${row.id}`;
+  const named = `automation "${row.name}"`;
+  const problems: ValidationDetail[] = [];
+  if (!entity.pipelines.some((p) => p.stages.some((s) => s.id === row.stage_id))) {
+    problems.push({
+      key: `${at}.stage`,
+      reason: USED_BY_AUTOMATION,
+      message: `${named} runs on stage ${row.stage} of ${row.pipeline}, which the definition leaves out`,
+    });
+  }
+  const { stage_id: _, ...action } = row.config as unknown as StoredAction;
+  const actionProblems: ValidationDetail[] = [];
+  checkAction(entity, action, [], actionProblems);
+  for (const problem of actionProblems) {
+    // The modules are no part of a definition: a module removed since fails the run (decisions §7).
+    if (problem.reason === 'module_not_enabled') continue;
+    problems.push({
+      key: `${at}.${problem.key}`,
+      reason: USED_BY_AUTOMATION,
+      message: `${named}: ${problem.message}`,
+    });
+  }
+  return problems;
 }
 
 export interface AutomationsServiceDeps {
@@ -373,6 +417,21 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     );
   }
   outbound.onOutcome(OUTCOME_HOOK, onOutcome);
+
+  /**
+   * An entity change (its PUT) that would leave an enabled automation of the entity naming a stage,
+   * pipeline or field the new definition lacks, or a field that no longer fits (`to` naming a field
+   * without the email format or role), is refused (decisions §7: found at configuration time).
+   * Only what the change breaks counts: a problem the automation had before is not the change's.
+   */
+  async function definitionProblems(tx: Executor, accountId: string, before: EntityDef, after: EntityDef) {
+    const rows = await repo.enabledOfEntity(accountId, after.id, tx);
+    return rows.flatMap((row) => {
+      const known = new Set(dependencyProblems(before, row).map((p) => `${p.key}\n${p.message}`));
+      return dependencyProblems(after, row).filter((p) => !known.has(`${p.key}\n${p.message}`));
+    });
+  }
+  entities.setDefinitionGuard(definitionProblems);
 
   /**
    * Runs one automation for one move (the job's handler). Every effect is written together with

@@ -100,6 +100,8 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
         tags: ['Settings: entities'],
         operationId: 'putEntityDefinition',
         summary: 'Create or replace an entity definition',
+        description:
+          'Pipelines and stages left out are archived. A change that would leave an enabled automation naming a field, stage or pipeline the definition lacks (or `to` naming a field without the email format or role) answers 422 validation_failed, reason `used_by_automation`, a detail per problem keyed `automations.<id>.<member>`: change or remove the automation first.',
         params: Type.Object({ key: EntityKey }),
         body: PutEntityBody,
         response: { 200: SettingsEntity, ...s2Errors },

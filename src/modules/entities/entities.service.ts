@@ -243,6 +243,18 @@ export function presentEntitySettings(entity: EntityDef) {
   };
 }
 
+/**
+ * What depends on an entity's definition elsewhere (the CRM's automations): the problems that a
+ * change from `before` to `after` leaves behind, read in the change's transaction. Any refuses the
+ * change with 422, so that a mistake is found when the definition is saved, not when a record moves.
+ */
+export type DefinitionGuard = (
+  tx: Executor,
+  accountId: string,
+  before: EntityDef,
+  after: EntityDef,
+) => Promise<ValidationDetail[]>;
+
 export interface EntitiesServiceDeps {
   db: Db;
   repo: EntitiesRepo;
@@ -266,6 +278,7 @@ function isRetryableConflict(error: unknown): boolean {
 
 export function createEntitiesService({ db, repo, records, jobs, now = Date.now }: EntitiesServiceDeps) {
   const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
+  const hooks: { guard?: DefinitionGuard } = {};
 
   /**
    * `tx`: a caller inside a transaction must pass it. On the embedded database the transaction
@@ -283,6 +296,11 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
 
   return {
     all,
+
+    /** Set once by what depends on definitions (the automations, which are made after the entities). */
+    setDefinitionGuard(guard: DefinitionGuard) {
+      hooks.guard = guard;
+    },
 
     invalidate(accountId: string) {
       cache.delete(accountId);
@@ -317,6 +335,9 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
     async put(accountId: string, key: string, input: EntityDefinitionInput, tx?: Tx) {
       const checked = checkDefinition(input);
       const { saved, entities } = await inTransaction(db, tx, async (tx) => {
+        const before = hooks.guard
+          ? (await repo.loadAll(accountId, tx)).find((e) => e.key === key)
+          : undefined;
         const saved = await repo.save(
           accountId,
           {
@@ -339,7 +360,14 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
           await restartDuplicateKeys(accountId, saved.id, tx);
         }
         // Read through the transaction: on the embedded database it holds the only connection.
-        return { saved, entities: await repo.loadAll(accountId, tx) };
+        const entities = await repo.loadAll(accountId, tx);
+        const after = entities.find((e) => e.id === saved.id);
+        if (hooks.guard && before && after) {
+          // Decisions §7: what the change breaks is refused now (the transaction undoes the save).
+          const problems = await hooks.guard(tx, accountId, before, after);
+          if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+        }
+        return { saved, entities };
       });
       cache.delete(accountId);
       const entity = entities.find((e) => e.id === saved.id);
