@@ -538,12 +538,20 @@ export interface AppointmentsTable {
   title: string;
   starts_at: Timestamp;
   ends_at: Timestamp;
-  seat: number;
   status: Generated<string>;
   sequence: Generated<number>;
   cancel_reason: string | null;
   cancelled_at: NullableTimestamp;
   created_at: CreatedAt;
+}
+
+/** A booked appointment's seat in one minute it covers (`minute`: minutes since 1970 UTC). */
+export interface AppointmentSeatsTable {
+  account_id: string;
+  appointment_id: string;
+  minute: number;
+  calendar_id: string;
+  seat: number;
 }
 
 /** Tables of the database as Kysely sees them. Module tables are added as their modules land. */
@@ -586,6 +594,7 @@ export interface Database {
   calendars: CalendarsTable;
   booking_links: BookingLinksTable;
   appointments: AppointmentsTable;
+  appointment_seats: AppointmentSeatsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -8,7 +8,9 @@ import {
   bookingAccount,
   createCalendar,
   emailsOf,
+  publicBook,
   recordWithLink,
+  setModules,
   testClock,
 } from './support.ts';
 
@@ -361,6 +363,37 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         expect(response.statusCode).toBe(403);
         expect(response.json().error).toBe('module_not_enabled');
       }
+    });
+
+    it('answers 403 module_not_enabled on the public JSON once the account lost the module', async () => {
+      const { account } = await bookingAccount(t);
+      const link = await recordWithLink(t, account);
+      const slot = '2027-03-22T09:00:00Z';
+      const before = await t.request({ method: 'GET', url: `/api/v1/booking/slots?token=${link.token}` });
+      expect(before.statusCode).toBe(200);
+      await setModules(t, account.id, ['crm', 'distribution']);
+      const slots = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/slots?token=${link.token}&from=2027-03-22&to=2027-03-24`,
+      });
+      expect(slots.statusCode).toBe(403);
+      expect(slots.json().error).toBe('module_not_enabled');
+      const book = await publicBook(t, link.token, slot);
+      expect(book.statusCode).toBe(403);
+      expect(book.json().error).toBe('module_not_enabled');
+      expect(await appointmentCount(t, account.id)).toBe(0);
+      const messages = await t.db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .execute();
+      expect(messages).toHaveLength(0);
+      // An unknown token stays 404: the module is checked once the link is found.
+      const unknown = await t.request({ method: 'GET', url: '/api/v1/booking/slots?token=bk_unknown0000' });
+      expect(unknown.statusCode).toBe(404);
+      // With the module back, the link books again.
+      await setModules(t, account.id, ['booking']);
+      expect((await publicBook(t, link.token, slot)).statusCode).toBe(201);
     });
 
     it('needs the settings permission for calendars and the booking permission for appointments', async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
-import { appointmentCount, createCalendar, recordWithLink, testClock } from './support.ts';
+import { appointmentCount, createCalendar, recordWithLink, setModules, testClock } from './support.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
@@ -57,6 +57,9 @@ describe.each(TEST_DATABASES)('the public booking page on %s', (kind) => {
       headers: options.form !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {},
       payload: options.form,
     });
+  /** The first time a rendered page offers. */
+  const freeSlotOf = (shown: { body: string }) =>
+    encodeURIComponent(/name="starts_at" id="[^"]+" value="([^"]+)"/.exec(shown.body)![1]!);
 
   describe('happy path (HTML, no browser)', () => {
     it('renders the slots with a CSP that allows only its own script, and books by a plain form post', async () => {
@@ -118,6 +121,43 @@ describe.each(TEST_DATABASES)('the public booking page on %s', (kind) => {
         form: 'starts_at=2030-01-01T00:00:00Z',
       });
       expect(post.statusCode).toBe(410);
+    });
+
+    it('shows a "not available" page (403, English or German) once the account lost the module, and books nothing', async () => {
+      const account = await linkAccount();
+      const link = await recordWithLink(t, account);
+      const used = await recordWithLink(t, account, 'used@example.com');
+      const path = new URL(link.url).pathname;
+      const usedPath = new URL(used.url).pathname;
+      const booked = await page(usedPath, {
+        method: 'POST',
+        form: `starts_at=${freeSlotOf(await page(usedPath))}`,
+      });
+      expect(booked.statusCode).toBe(303);
+      const slot = freeSlotOf(await page(path));
+      await setModules(t, account.id, ['crm', 'distribution']);
+      const english = await page(path);
+      expect(english.statusCode).toBe(403);
+      expect(english.body).toContain('Booking is not available');
+      expect(english.body).toContain('lang="en"');
+      expect(english.body).not.toContain('starts_at');
+      expect(english.headers['content-security-policy']).toBeDefined();
+      const german = await t.app.inject({
+        method: 'GET',
+        url: path,
+        headers: { 'accept-language': 'de-DE,de;q=0.9' },
+      });
+      expect(german.statusCode).toBe(403);
+      expect(german.body).toContain('Buchung nicht verfügbar');
+      expect(german.body).toContain('lang="de"');
+      expect(german.headers['content-language']).toBe('de');
+      const post = await page(path, { method: 'POST', form: `starts_at=${slot}` });
+      expect(post.statusCode).toBe(403);
+      expect(post.body).toContain('Booking is not available');
+      const confirmation = await page(`${usedPath}/confirmed`);
+      expect(confirmation.statusCode).toBe(403);
+      expect(confirmation.body).toContain('Booking is not available');
+      expect(await appointmentCount(t, account.id)).toBe(1);
     });
 
     it('shows the slots again with an alert when the time was taken or none was picked', async () => {

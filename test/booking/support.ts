@@ -1,4 +1,4 @@
-import type { TestAccount, TestApp } from '../helpers/app.ts';
+import { ADMIN_TOKEN, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
 
 /** A clock the tests move; the services read it through `now`. */
@@ -79,4 +79,30 @@ export async function emailsOf(t: TestApp, accountId: string) {
     .where('account_id', '=', accountId)
     .where('channel', '=', 'email')
     .execute();
+}
+
+/** Books a slot through the public JSON with a link's token. */
+export function publicBook(t: TestApp, token: string, startsAt: string) {
+  return t.request({ method: 'POST', url: '/api/v1/booking/book', body: { token, starts_at: startsAt } });
+}
+
+/** Sets an account's modules as the operator does (PATCH /admin/v1/accounts/{id}). */
+export async function setModules(t: TestApp, accountId: string, modules: string[]) {
+  const response = await t.request({
+    method: 'PATCH',
+    url: `/admin/v1/accounts/${accountId}`,
+    key: ADMIN_TOKEN,
+    body: { modules },
+  });
+  if (response.statusCode !== 200) throw new Error(`modules: ${response.body}`);
+}
+
+/** A record through intake that asks to book `startsAt`. */
+export function intakeBooking(t: TestApp, account: TestAccount, email: string, startsAt: string) {
+  return t.request({
+    method: 'POST',
+    url: '/api/v1/records',
+    key: account.apiKey,
+    body: { entity: 'lead', fields: { email }, booking: { starts_at: startsAt } },
+  });
 }

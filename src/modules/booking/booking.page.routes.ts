@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 import { AppError } from '../../http/errors.ts';
 import type { BookingService } from './booking.service.ts';
 import type { BookingVisitorLimit } from './booking.visitors.ts';
@@ -57,6 +58,13 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
           ),
         );
       if (error.code === 'already_booked') return confirmed(reply, token, query, 409);
+      if (error.code === 'module_not_enabled') {
+        const { PAGE_LANGUAGES, unavailablePage } = await pageModule();
+        const language =
+          new Negotiator(reply.request.raw).languages(PAGE_LANGUAGES)[0] === 'de' ? 'de' : 'en';
+        reply.headers({ 'content-language': language, vary: 'Accept-Language' });
+        return send(reply, 403, unavailablePage(language));
+      }
       if (error.code === 'rate_limited') {
         if (error.headers) reply.headers(error.headers);
         const seconds = Number(error.headers?.['retry-after'] ?? 1);

@@ -56,9 +56,9 @@ export function whenIn(startsAt: Date, endsAt: Date, zone: string): string {
   return `${start.toFormat('cccc d LLLL yyyy')}, ${clockTime(start)}–${clockTime(end)}`;
 }
 
-function layout(title: string, body: string, script = false): string {
+function layout(title: string, body: string, script = false, language: PageLanguage = 'en'): string {
   return htmlDocument({
-    language: 'en',
+    language,
     title,
     head: `<link rel="stylesheet" href="/book/assets/booking.css">
 ${script ? '<script src="/book/assets/booking.js" defer></script>\n' : ''}`,
@@ -70,6 +70,27 @@ ${script ? '<script src="/book/assets/booking.js" defer></script>\n' : ''}`,
 /** A page that says why the link cannot be used (unknown, expired, used, an error of ours). */
 export function messagePage(heading: string, text: string): string {
   return layout(heading, `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>`);
+}
+
+/** The languages of the page of a link whose account no longer books (Accept-Language picks one). */
+export type PageLanguage = 'en' | 'de';
+export const PAGE_LANGUAGES: PageLanguage[] = ['en', 'de'];
+
+const UNAVAILABLE = {
+  en: {
+    heading: 'Booking is not available',
+    text: 'Appointments cannot be booked with this link at the moment. Please contact the sender of the link.',
+  },
+  de: {
+    heading: 'Buchung nicht verfügbar',
+    text: 'Mit diesem Link können derzeit keine Termine gebucht werden. Bitte wenden Sie sich an den Absender des Links.',
+  },
+} as const;
+
+/** The page of a link whose account no longer has the booking module. */
+export function unavailablePage(language: PageLanguage): string {
+  const { heading, text } = UNAVAILABLE[language];
+  return layout(heading, `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>`, false, language);
 }
 
 export function confirmationPage(view: {

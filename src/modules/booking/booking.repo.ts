@@ -82,24 +82,64 @@ function calendarValues(input: CalendarColumns) {
   return { ...input, weekly: toJson(input.weekly), exceptions: toJson(input.exceptions) };
 }
 
+export type CalendarLock = 'share' | 'update';
+
+function withLock<Q extends { forShare(): Q; forNoKeyUpdate(): Q }>(
+  query: Q,
+  lock: CalendarLock | undefined,
+): Q {
+  if (lock === 'share') return query.forShare();
+  if (lock === 'update') return query.forNoKeyUpdate();
+  return query;
+}
+
+/** The minutes (since 1970 UTC) an appointment covers, first and last: the rows of its seats. */
+function minutesOf(startsAt: Date, endsAt: Date) {
+  return { first: Math.floor(startsAt.getTime() / 60_000), last: Math.ceil(endsAt.getTime() / 60_000) - 1 };
+}
+
 export function createBookingRepo(db: Executor) {
   return {
-    findCalendar(accountId: string, id: string, tx: Executor = db): Promise<CalendarRow | undefined> {
-      return tx
+    /**
+     * A calendar; `lock` holds its row until the transaction ends: `share` for a booking (bookings
+     * do not wait for each other), `update` for a cancellation, which renumbers seats (see
+     * releaseSeats) and so waits for the bookings in progress and they for it.
+     */
+    findCalendar(
+      accountId: string,
+      id: string,
+      tx: Executor = db,
+      lock?: CalendarLock,
+    ): Promise<CalendarRow | undefined> {
+      const query = tx
         .selectFrom('calendars')
         .select(CALENDAR_COLUMNS)
         .where('account_id', '=', accountId)
-        .where('id', '=', id)
-        .executeTakeFirst();
+        .where('id', '=', id);
+      return withLock(query, lock).executeTakeFirst();
     },
 
-    defaultCalendar(accountId: string, tx: Executor = db): Promise<CalendarRow | undefined> {
-      return tx
+    defaultCalendar(
+      accountId: string,
+      tx: Executor = db,
+      lock?: CalendarLock,
+    ): Promise<CalendarRow | undefined> {
+      const query = tx
         .selectFrom('calendars')
         .select(CALENDAR_COLUMNS)
         .where('account_id', '=', accountId)
-        .where('is_default', '=', true)
+        .where('is_default', '=', true);
+      return withLock(query, lock).executeTakeFirst();
+    },
+
+    /** The modules an account has booked (the public booking surface has no API key to carry them). */
+    async accountModules(accountId: string, tx: Executor = db): Promise<string[]> {
+      const row = await tx
+        .selectFrom('accounts')
+        .select('modules')
+        .where('id', '=', accountId)
         .executeTakeFirst();
+      return row?.modules ?? [];
     },
 
     listCalendars(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
@@ -194,26 +234,29 @@ export function createBookingRepo(db: Executor) {
       return Number(row.n);
     },
 
-    /** Booked seats per slot start of a calendar in [from, to). */
-    async bookedCounts(accountId: string, calendarId: string, from: Date, to: Date, tx: Executor = db) {
-      const rows = await tx
+    /**
+     * The times of a calendar's booked appointments that overlap [from, to). An appointment
+     * lasts at most a day (its slot's length), which bounds the look-back.
+     */
+    bookedTimes(accountId: string, calendarId: string, from: Date, to: Date, tx: Executor = db) {
+      return tx
         .selectFrom('appointments')
-        .select(['starts_at', (eb) => eb.fn.countAll<string>().as('n')])
+        .select(['starts_at', 'ends_at'])
         .where('account_id', '=', accountId)
         .where('calendar_id', '=', calendarId)
         .where('status', '=', 'booked')
-        .where('starts_at', '>=', from)
+        .where('starts_at', '>=', new Date(from.getTime() - 86_400_000))
         .where('starts_at', '<', to)
-        .groupBy('starts_at')
+        .where('ends_at', '>', from)
         .execute();
-      return new Map(rows.map((row) => [row.starts_at.getTime(), Number(row.n)]));
     },
 
     /**
-     * Takes the lowest free seat below `capacity` of one slot, or none. The unique index over
-     * (calendar, start, seat) of booked appointments decides: an insert that meets a seat taken
-     * (or being taken by a transaction not yet committed, which it waits for) does nothing, and
-     * the next seat is tried.
+     * Books an appointment if every minute it covers has a seat below `capacity` left, or none.
+     * The unique index over (calendar, minute, seat) decides: seat by seat, the minutes still
+     * lacking one are inserted with ON CONFLICT DO NOTHING (an insert that meets a seat being
+     * taken by a transaction not yet committed waits for it); a minute with no seat left undoes
+     * the appointment and its seats.
      */
     async insertAppointment(
       accountId: string,
@@ -228,28 +271,39 @@ export function createBookingRepo(db: Executor) {
       capacity: number,
       tx: Executor,
     ): Promise<AppointmentRow | undefined> {
-      for (let seat = 0; seat < capacity; seat++) {
-        const row = await tx
-          .insertInto('appointments')
-          .values({
-            account_id: accountId,
-            id: randomUUID(),
-            record_id: input.recordId,
-            calendar_id: input.calendarId,
-            link_id: input.linkId,
-            title: input.title,
-            starts_at: input.startsAt,
-            ends_at: input.endsAt,
-            seat,
-          })
-          .onConflict((oc) => oc.doNothing())
-          .returning(APPOINTMENT_COLUMNS)
-          .executeTakeFirst();
-        if (row) return row;
+      const row = await tx
+        .insertInto('appointments')
+        .values({
+          account_id: accountId,
+          id: randomUUID(),
+          record_id: input.recordId,
+          calendar_id: input.calendarId,
+          link_id: input.linkId,
+          title: input.title,
+          starts_at: input.startsAt,
+          ends_at: input.endsAt,
+        })
+        .returning(APPOINTMENT_COLUMNS)
+        .executeTakeFirstOrThrow();
+      const { first, last } = minutesOf(input.startsAt, input.endsAt);
+      let held = 0;
+      for (let seat = 0; seat < capacity && held <= last - first; seat++) {
+        const taken = await sql<{ minute: number }>`
+          INSERT INTO appointment_seats (account_id, appointment_id, minute, calendar_id, seat)
+          SELECT ${accountId}::uuid, ${row.id}::uuid, m, ${input.calendarId}::uuid, ${seat}::integer
+          FROM generate_series(${first}::integer, ${last}::integer) AS m
+          ON CONFLICT DO NOTHING
+          RETURNING minute`.execute(tx);
+        held += taken.rows.length;
       }
+      if (held > last - first) return row;
+      await tx
+        .deleteFrom('appointments')
+        .where('account_id', '=', accountId)
+        .where('id', '=', row.id)
+        .execute();
       return undefined;
     },
-
     findAppointment(accountId: string, id: string, tx: Executor = db): Promise<AppointmentRow | undefined> {
       return tx
         .selectFrom('appointments')
@@ -283,7 +337,42 @@ export function createBookingRepo(db: Executor) {
       return query.orderBy('starts_at').orderBy('id').limit(limit).execute();
     },
 
-    /** Cancels a booked appointment (its seat is free again); undefined when it was not booked. */
+    /**
+     * Frees a cancelled appointment's seats, under the calendar's `update` lock (no booking of the
+     * calendar in progress). The seats of each minute it covered are numbered 0, 1, … again
+     * (through negative numbers, so that no two rows meet on the unique index on the way): a
+     * minute holding more appointments than a lowered capacity keeps every seat below it taken.
+     */
+    async releaseSeats(accountId: string, calendarId: string, appointment: AppointmentRow, tx: Executor) {
+      await tx
+        .deleteFrom('appointment_seats')
+        .where('account_id', '=', accountId)
+        .where('appointment_id', '=', appointment.id)
+        .execute();
+      const { first, last } = minutesOf(appointment.starts_at, appointment.ends_at);
+      await sql`
+        UPDATE appointment_seats s SET seat = -1 - r.n
+        FROM (
+          SELECT appointment_id, minute, seat,
+            (row_number() OVER (PARTITION BY minute ORDER BY seat) - 1)::integer AS n
+          FROM appointment_seats
+          WHERE account_id = ${accountId}::uuid AND calendar_id = ${calendarId}::uuid
+            AND minute BETWEEN ${first}::integer AND ${last}::integer
+        ) r
+        WHERE s.account_id = ${accountId}::uuid AND s.appointment_id = r.appointment_id
+          AND s.minute = r.minute AND r.seat <> r.n`.execute(tx);
+      await tx
+        .updateTable('appointment_seats')
+        .set((eb) => ({ seat: eb(eb.neg(eb.ref('seat')), '-', 1) }))
+        .where('account_id', '=', accountId)
+        .where('calendar_id', '=', calendarId)
+        .where('minute', '>=', first)
+        .where('minute', '<=', last)
+        .where('seat', '<', 0)
+        .execute();
+    },
+
+    /** Cancels a booked appointment (its seats are freed by releaseSeats); undefined when it was not booked. */
     cancelAppointment(accountId: string, id: string, reason: string | null, tx: Executor) {
       return tx
         .updateTable('appointments')

@@ -226,7 +226,10 @@ export function createBookingService({
     return row;
   }
 
-  /** Slots of a calendar in [from, to) with a seat left. */
+  /**
+   * Slots of a calendar in [from, to) with a seat left in each of their minutes: booked
+   * appointments count where they overlap a slot, also when the grid has changed since.
+   */
   async function freeSlots(
     accountId: string,
     calendar: CalendarRow,
@@ -235,16 +238,16 @@ export function createBookingService({
     durationMinutes: number,
     tx: Executor = db,
   ) {
-    const { gridSlots } = await slotsModule();
+    const { gridSlots, mostAtOnce } = await slotsModule();
     const grid = gridSlots(rulesOf(calendar), from, to, now());
     if (grid.length === 0) return [];
-    const taken = await repo.bookedCounts(accountId, calendar.id, from, to, tx);
-    return grid
-      .filter((slot) => (taken.get(slot.startsAt.getTime()) ?? 0) < calendar.capacity)
-      .map((slot) => ({
-        startsAt: slot.startsAt,
-        endsAt: new Date(slot.startsAt.getTime() + durationMinutes * 60_000),
-      }));
+    const slots = grid.map((slot) => ({
+      startsAt: slot.startsAt,
+      endsAt: new Date(slot.startsAt.getTime() + durationMinutes * 60_000),
+    }));
+    const last = slots[slots.length - 1]!;
+    const booked = await repo.bookedTimes(accountId, calendar.id, slots[0]!.startsAt, last.endsAt, tx);
+    return slots.filter((slot) => mostAtOnce(booked, slot.startsAt, slot.endsAt) < calendar.capacity);
   }
 
   /** The history event, the account webhook and the person's email of a booked or cancelled appointment. */
@@ -366,12 +369,23 @@ export function createBookingService({
     return { token, url: `${currentPublicUrl()}/book/${token}`, expires_at: iso(expiresAt) };
   }
 
-  /** A link by its token, with its calendar; 404 for an unknown token. */
+  /**
+   * A link by its token, with its calendar; 404 for an unknown token, 403 `module_not_enabled`
+   * when its account no longer has the booking module. `lock` is for booking with it.
+   */
   async function linkOf(token: string, tx: Executor = db, lock = false) {
     if (!/^bk_[0-9A-Za-z]{1,64}$/.test(token)) throw linkNotFound();
     const link = await repo.linkByTokenHash(hashSecret(token), tx, lock);
     if (!link) throw linkNotFound();
-    const calendar = await repo.findCalendar(link.account_id, link.calendar_id, tx);
+    if (!(await repo.accountModules(link.account_id, tx)).includes('booking')) {
+      throw new AppError('module_not_enabled', { message: 'Booking is not available for this link' });
+    }
+    const calendar = await repo.findCalendar(
+      link.account_id,
+      link.calendar_id,
+      tx,
+      lock ? 'share' : undefined,
+    );
     if (!calendar) throw linkNotFound();
     const state: LinkState =
       link.appointment_id !== null
@@ -522,9 +536,11 @@ export function createBookingService({
       who: BookingActor,
     ): Promise<{ booking: BookingAnswer | null; warnings: BookingWarning[] }> {
       const warnings: BookingWarning[] = [];
+      // A booking holds its calendar's row in `share` mode (see BookingRepo.findCalendar).
+      const lock = request.startsAt === undefined ? undefined : 'share';
       const calendar = request.calendarId
-        ? await repo.findCalendar(accountId, request.calendarId, tx)
-        : await repo.defaultCalendar(accountId, tx);
+        ? await repo.findCalendar(accountId, request.calendarId, tx, lock)
+        : await repo.defaultCalendar(accountId, tx, lock);
       if (!calendar) {
         warnings.push({
           key: 'booking',
@@ -690,10 +706,9 @@ export function createBookingService({
           if (!row) throw new AppError('not_found', { message: 'Appointment not found' });
           return presentAppointment(row);
         }
-        const calendar = (await repo.findCalendar(accountId, cancelled.calendar_id, tx)) ?? {
-          name: 'Leadline',
-          time_zone: 'UTC',
-        };
+        const found = await repo.findCalendar(accountId, cancelled.calendar_id, tx, 'update');
+        await repo.releaseSeats(accountId, cancelled.calendar_id, cancelled, tx);
+        const calendar = found ?? { name: 'Leadline', time_zone: 'UTC' };
         await announce(tx, accountId, cancelled, calendar, who, 'cancelled');
         return presentAppointment(cancelled);
       });

@@ -88,3 +88,29 @@ export function readStartsAt(value: unknown): Date | null {
   const parsed = DateTime.fromISO(value.trim(), { setZone: true });
   return parsed.isValid ? parsed.toJSDate() : null;
 }
+
+/**
+ * The most booked appointments at one moment of [startsAt, endsAt), in whole minutes as their
+ * seats are held (decisions §11: capacity counts overlap, whatever grid the appointments were
+ * booked on). The most are found at the start or where an appointment starts.
+ */
+export function mostAtOnce(
+  booked: readonly { starts_at: Date; ends_at: Date }[],
+  startsAt: Date,
+  endsAt: Date,
+): number {
+  const first = Math.floor(startsAt.getTime() / MINUTE_MS);
+  const end = Math.ceil(endsAt.getTime() / MINUTE_MS);
+  const overlapping = booked
+    .map((row) => [
+      Math.floor(row.starts_at.getTime() / MINUTE_MS),
+      Math.ceil(row.ends_at.getTime() / MINUTE_MS),
+    ])
+    .filter(([from, to]) => from! < end && to! > first) as [number, number][];
+  let most = 0;
+  for (const point of [first, ...overlapping.map(([from]) => from).filter((from) => from > first)]) {
+    const count = overlapping.filter(([from, to]) => from <= point && point < to).length;
+    if (count > most) most = count;
+  }
+  return most;
+}
