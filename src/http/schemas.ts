@@ -41,7 +41,7 @@ export function FieldValues(maxName: number) {
 /**
  * An idempotency key (decisions §4): 1–255 printable characters (Unicode letters, marks, numbers,
  * punctuation, symbols and spaces; no control, format, unassigned or private-use character, no
- * line or paragraph separator). The empty string means "no key". A key outside this rule answers
+ * line or paragraph separator); the empty string is refused too. A key outside this rule answers
  * 400 `invalid_idempotency_key` (the error handler maps a schema failure on a key to it), never 422.
  */
 export const IDEMPOTENCY_KEY_PATTERN = '^[^\\p{C}\\p{Zl}\\p{Zp}]{1,255}$';

@@ -108,7 +108,7 @@ describe.each(TEST_DATABASES)('intake log entries of refused calls on %s', (kind
       expect(entity.entries).toMatchObject([{ entity: 'le\\u0000ad', error: 'validation_failed' }]);
     });
 
-    it('logs a bad idempotency key, a reused one, and a keyed refusal once: its replay adds nothing', async () => {
+    it('logs a bad idempotency key, a reused one, a keyed refusal once, and each replay as replayed', async () => {
       const bad = await call({
         url: '/api/v1/records',
         body: { entity: 'lead', fields: { email: 'k@b.co' } },
@@ -126,6 +126,22 @@ describe.each(TEST_DATABASES)('intake log entries of refused calls on %s', (kind
       });
       expect(first.response.statusCode).toBe(201);
       expect(first.entries).toMatchObject([{ outcome: 'created' }]);
+      const again = await call({
+        url: '/api/v1/records',
+        body: { entity: 'lead', fields: { email: 'k@b.co' } },
+        headers: { 'idempotency-key': 'log-key-1' },
+      });
+      expect(again.response.headers['idempotent-replayed']).toBe('true');
+      expect(again.entries).toEqual([
+        expect.objectContaining({
+          endpoint: 'records',
+          outcome: 'replayed',
+          status_code: 201,
+          record_id: first.response.json().id,
+          entity: 'lead',
+          error: null,
+        }),
+      ]);
       const reused = await call({
         url: '/api/v1/records',
         body: { entity: 'lead', fields: { email: 'other@b.co' } },
@@ -153,7 +169,31 @@ describe.each(TEST_DATABASES)('intake log entries of refused calls on %s', (kind
       });
       expect(replay.response.statusCode).toBe(403);
       expect(replay.response.headers['idempotent-replayed']).toBe('true');
-      expect(replay.entries).toEqual([]);
+      expect(replay.entries).toMatchObject([
+        { endpoint: 's1.intake', outcome: 'replayed', status_code: 403, record_id: null, entity: 'lead' },
+      ]);
+      // An S2 refusal's replay names its code.
+      const s2Keyed = { entity: 'lead', fields: { email: 'r@b.co', interest: 'Wind' } };
+      const s2Refused = await call({
+        url: '/api/v1/records',
+        body: s2Keyed,
+        headers: { 'idempotency-key': 'log-key-3' },
+      });
+      expect(s2Refused.response.statusCode).toBe(422);
+      const s2Replay = await call({
+        url: '/api/v1/records',
+        body: s2Keyed,
+        headers: { 'idempotency-key': 'log-key-3' },
+      });
+      expect(s2Replay.entries).toMatchObject([
+        { outcome: 'replayed', status_code: 422, error: 'validation_failed' },
+      ]);
+      const filtered = await t.request({
+        method: 'GET',
+        url: '/api/v1/intake-log?outcome=replayed&limit=10',
+        key: account.apiKey,
+      });
+      expect(filtered.json().entries.length).toBeGreaterThanOrEqual(3);
     });
 
     it('logs what the service refuses exactly once', async () => {

@@ -158,7 +158,9 @@ export function createIntakeApi({
       });
     if (rawKey === undefined) return { ...(await logged()), replayed: false };
     const key = checkIdempotencyKey(rawKey);
-    return idempotency.run(ctx.accountId, { scope, key }, body, logged, options);
+    const answer = await idempotency.run(ctx.accountId, { scope, key }, body, logged, options);
+    if (answer.replayed) await intake.logReplay(ctx, namedInBody(body), answer);
+    return answer;
   }
 
   return {

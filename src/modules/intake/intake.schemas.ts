@@ -66,7 +66,11 @@ export const IntakeMeta = Type.Object(
 export const S2RecordBody = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
-    fields: Type.Optional(FieldValues(100)),
+    fields: Type.Optional({
+      ...FieldValues(100),
+      description:
+        'Values under their field names. Required unless values come as top-level keys (rule 1): a body with neither answers 422 validation_failed, reason `required`',
+    }),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
     documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
     crm: Type.Optional(
@@ -329,7 +333,15 @@ const IntakeLogItem = Type.Object(
   },
 );
 
-export const INTAKE_LOG_OUTCOMES = ['created', 'updated', 'unchanged', 'refused', 'spam', 'bulk'] as const;
+export const INTAKE_LOG_OUTCOMES = [
+  'created',
+  'updated',
+  'unchanged',
+  'refused',
+  'spam',
+  'bulk',
+  'replayed',
+] as const;
 
 /** Filters of the intake log (all optional, combined with and), and its paging. */
 export const IntakeLogQuery = Type.Object(

@@ -122,6 +122,13 @@ export interface IntakeOutcome {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** What a body named (anything the sender sent) as a log entry holds it: trimmed text, or null. */
+function loggedText(value: unknown, max: number): string | null {
+  return typeof value === 'string' && value.trim() !== ''
+    ? truncate(escapeUnstorable(value.trim()), max)
+    : null;
+}
+
 /** Refusals already in the intake log (written by the service), which the call's own hook skips. */
 const loggedRefusals = new WeakSet<AppError>();
 /**
@@ -830,21 +837,48 @@ export function createIntakeService({
         reason: detail.reason,
         message: escapeUnstorable(detail.message),
       }));
-      const text = (value: unknown, max: number) =>
-        typeof value === 'string' && value.trim() !== ''
-          ? truncate(escapeUnstorable(value.trim()), max)
-          : null;
       await intakeLog
         .log(ctx.accountId, [
           refusalEntry(
             ctx,
-            { entity: text(named.entity, 200), source: text(named.source, 100) },
+            { entity: loggedText(named.entity, 200), source: loggedText(named.source, 100) },
             {
               code: error.code,
               status: error.status,
               details,
             },
           ),
+        ])
+        .catch(() => {});
+    },
+
+    /**
+     * Logs a call answered with an idempotency key's stored answer (decisions §10: every intake
+     * call is logged): outcome `replayed`, the status it was answered with, and the record id or
+     * error code that answer names. Nothing else was written.
+     */
+    async logReplay(
+      ctx: IntakeContext,
+      named: { entity: unknown; source: unknown },
+      answer: { status: number; body: unknown },
+    ): Promise<void> {
+      const body: Record<string, unknown> =
+        typeof answer.body === 'object' && answer.body !== null
+          ? (answer.body as Record<string, unknown>)
+          : {};
+      await intakeLog
+        .log(ctx.accountId, [
+          {
+            requestId: ctx.requestId,
+            endpoint: ctx.endpoint,
+            outcome: 'replayed',
+            statusCode: answer.status,
+            recordId: typeof body.id === 'string' && UUID.test(body.id) ? body.id : null,
+            entityKey: loggedText(named.entity, 200),
+            source: loggedText(named.source, 100) ?? ctx.sourceName ?? 'api',
+            warnings: [],
+            error: typeof body.error === 'string' ? truncate(body.error, 100) : null,
+          },
         ])
         .catch(() => {});
     },
