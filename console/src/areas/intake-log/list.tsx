@@ -44,7 +44,7 @@ export interface LogEntry {
   created_at: string;
 }
 
-const OUTCOMES = ['created', 'updated', 'unchanged', 'refused', 'spam', 'bulk'] as const;
+const OUTCOMES = ['created', 'updated', 'unchanged', 'refused', 'spam', 'bulk', 'replayed'] as const;
 const ENDPOINTS = ['records', 'in', 'records.bulk', 's1.intake', 's1.bulk'] as const;
 const FILTERS = [
   'outcome',

@@ -31,6 +31,7 @@ export const messages = defineMessages(
     'outcome.refused': 'refused',
     'outcome.spam': 'spam',
     'outcome.bulk': 'bulk call',
+    'outcome.replayed': 'replayed (same idempotency key)',
   },
   {
     title: 'Eingangsprotokoll',
@@ -63,5 +64,6 @@ export const messages = defineMessages(
     'outcome.refused': 'abgelehnt',
     'outcome.spam': 'Spam',
     'outcome.bulk': 'Sammelaufruf',
+    'outcome.replayed': 'wiederholt (gleicher Idempotenzschlüssel)',
   },
 );
