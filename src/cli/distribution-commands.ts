@@ -9,6 +9,8 @@ export interface ClientTools {
     path: string,
     body?: unknown,
   ): Promise<unknown>;
+  /** Every item of a cursor list, its pages followed through `next_cursor`. */
+  listAll(connection: Connection, credential: 'key', path: string, field: string): Promise<Row[]>;
   table(rows: Row[], columns: string[]): string;
   required(value: string | boolean | undefined, name: string): string;
   wholeNumber(value: string, name: string): number;
@@ -70,7 +72,7 @@ function path(base: string, ...segments: string[]): string {
 
 /** Distribution commands: partners, the setup of an entity, participations, rules, return reasons. */
 export function distributionCommands(tools: ClientTools): Record<string, CommandSpec> {
-  const { call, table, required, wholeNumber, usageError } = tools;
+  const { call, listAll, table, required, wholeNumber, usageError } = tools;
 
   function yesNo(value: string | boolean | undefined, name: string): boolean | undefined {
     if (value === undefined) return undefined;
@@ -147,19 +149,8 @@ export function distributionCommands(tools: ClientTools): Record<string, Command
       usage: 'leads partners list [--search TEXT]',
       options: { search: { type: 'string' } },
       async run(connection, values) {
-        const search = typeof values.search === 'string' ? `&q=${encodeURIComponent(values.search)}` : '';
-        const rows: Row[] = [];
-        let cursor: string | null = null;
-        do {
-          const page = (await call(
-            connection,
-            'key',
-            'GET',
-            `${PARTNERS}?limit=500${search}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-          )) as { partner: Row[]; next_cursor: string | null };
-          rows.push(...page.partner);
-          cursor = page.next_cursor;
-        } while (cursor);
+        const search = typeof values.search === 'string' ? `?q=${encodeURIComponent(values.search)}` : '';
+        const rows = await listAll(connection, 'key', `${PARTNERS}${search}`, 'partner');
         const shown = rows.map((row) => ({ ...row, gaps: (row.gaps as string[]).join(',') }));
         return {
           json: { partner: rows },
@@ -448,10 +439,8 @@ export function distributionCommands(tools: ClientTools): Record<string, Command
     'distribution return-reasons list': {
       usage: 'leads distribution return-reasons list',
       async run(connection) {
-        const answer = (await call(connection, 'key', 'GET', '/api/v1/settings/return-reasons')) as {
-          return_reasons: Row[];
-        };
-        return { json: answer, text: table(answer.return_reasons, ['id', 'name']) };
+        const reasons = await listAll(connection, 'key', '/api/v1/settings/return-reasons', 'return_reasons');
+        return { json: { return_reasons: reasons }, text: table(reasons, ['id', 'name']) };
       },
     },
     'distribution return-reasons remove': {

@@ -731,7 +731,7 @@ secret (shown once): ${webhook.secret}`,
       return { json: { id, deleted: true }, text: `webhook ${id} deleted` };
     },
   },
-  ...distributionCommands({ call, table, required, wholeNumber, usageError }),
+  ...distributionCommands({ call, listAll, table, required, wholeNumber, usageError }),
 };
 
 /** A JSON option (`--weekly '{"mon":[["09:00","17:00"]]}'`), read before anything is sent. */

@@ -211,6 +211,59 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     expect(second.receiver.received).toHaveLength(0);
   });
 
+  it('starts a record whose deliveries all failed again, never to the partner that failed', async () => {
+    const s = await single();
+    const backup = await s.webhookPartner(s.distributionId, { name: 'Backup' });
+    await w.t.db
+      .updateTable('distribution_rules')
+      .set({ participation_ids: [s.partner.participationId, backup.participationId] })
+      .where('distribution_id', '=', s.distributionId)
+      .execute();
+    // The first partner in the list answers 500 to the first attempt and both retries.
+    s.partner.receiver.answerAlways({ status: 500, body: 'down' });
+    const recordId = await s.record();
+    const first = (await s.start(recordId)).json();
+    expect(first).toMatchObject({ status: 'distributed', partner_names: 'Receiver' });
+    const failed = await waitFor(async () => {
+      const d = await s.delivery(first.run_id);
+      return d.status === 'failed' && d;
+    }, 10_000);
+    expect(failed.attempts).toBe(3);
+
+    const second = (await s.start(recordId)).json();
+    expect(second).toMatchObject({ status: 'distributed', partner_names: 'Backup' });
+    await waitFor(async () => (await s.delivery(second.run_id)).status === 'delivered');
+    expect(backup.receiver.received).toHaveLength(1);
+    // Delivered now: the record is distributed.
+    expect((await s.start(recordId)).json()).toMatchObject({
+      status: 'no_match',
+      reason: 'already_distributed',
+    });
+
+    // Only the failed partner left: nothing eligible, rather than the same partner again.
+    await w.t.db
+      .updateTable('participations')
+      .set({ paused: true })
+      .where('id', '=', backup.participationId)
+      .execute();
+    const lonely = await s.record();
+    const failing = (await s.start(lonely)).json();
+    await waitFor(async () => (await s.delivery(failing.run_id)).status === 'failed', 10_000);
+    expect((await s.start(lonely)).json()).toMatchObject({
+      status: 'no_match',
+      reason: 'no_active_participation',
+    });
+    const deliveries = (
+      await w.t.request({ method: 'GET', url: '/api/v1/distribution/deliveries', key: s.account.apiKey })
+    ).json().deliveries;
+    expect(deliveries.map((d: { partner: string; status: string }) => `${d.partner} ${d.status}`)).toEqual([
+      'Receiver failed',
+      'Backup delivered',
+      'Receiver failed',
+    ]);
+    s.partner.receiver.answerAlways({ status: 200 });
+  });
+
   it('refuses returns of deliveries that never arrived or are past the deadline', async () => {
     const s = await single({ returnDeadlineDays: 0 });
     const answer = (await s.start(await s.record())).json();

@@ -24,11 +24,14 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
       expect(first.statusCode).toBe(201);
       expect(first.json()).toEqual({ id: expect.any(String), name: 'Wrong phone number' });
       const second = (await call('POST', REASONS, { name: 'Duplicate lead' })).json();
-      expect((await call('GET', REASONS)).json()).toEqual({ return_reasons: [first.json(), second] });
+      expect((await call('GET', REASONS)).json()).toEqual({
+        return_reasons: [first.json(), second],
+        next_cursor: null,
+      });
       const deleted = await call('DELETE', `${REASONS}/${first.json().id}`);
       expect(deleted.statusCode).toBe(204);
       expect(deleted.body).toBe('');
-      expect((await call('GET', REASONS)).json()).toEqual({ return_reasons: [second] });
+      expect((await call('GET', REASONS)).json()).toEqual({ return_reasons: [second], next_cursor: null });
       // The name is free again once its reason is gone.
       expect((await call('POST', REASONS, { name: 'wrong phone number' })).statusCode).toBe(201);
     });
@@ -46,7 +49,7 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
         wrong.withoutPermission,
       );
       expect(listed.statusCode).toBe(200);
-      expect(listed.json()).toEqual({ return_reasons: [reason] });
+      expect(listed.json()).toEqual({ return_reasons: [reason], next_cursor: null });
       // Without the distribution permission, or without the module, it is refused.
       const withoutDistribution = await wrongCredentials(t, own, 'distribution');
       const without = await t.createAccount({ modules: ['crm'] });
@@ -102,6 +105,36 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
       const refused = await call('POST', REASONS, { name: 'One more' }, owner.apiKey);
       expect(refused.statusCode).toBe(422);
       expect(refused.json().details[0]).toMatchObject({ key: 'name', reason: 'too_many' });
+      // Both lists come in pages (100 unless told) that follow next_cursor to every reason.
+      for (const [path, key] of [
+        [REASONS, owner.apiKey],
+        [
+          '/api/v1/distribution/return-reasons',
+          (await wrongCredentials(t, owner, 'settings')).withoutPermission,
+        ],
+      ] as const) {
+        const names: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const response = await call('GET', `${path}${cursor ? `?cursor=${cursor}` : ''}`, undefined, key);
+          expect(response.statusCode, response.body).toBe(200);
+          names.push(...response.json().return_reasons.map((r: { name: string }) => r.name));
+          cursor = response.json().next_cursor;
+          pages++;
+        } while (cursor);
+        expect(pages, path).toBe(2);
+        expect(names, path).toEqual(Array.from({ length: 200 }, (_, i) => `Reason ${i}`));
+        const small = (await call('GET', `${path}?limit=150`, undefined, key)).json();
+        expect(small.return_reasons).toHaveLength(150);
+        const rest = (
+          await call('GET', `${path}?limit=150&cursor=${small.next_cursor}`, undefined, key)
+        ).json();
+        expect(rest).toMatchObject({ next_cursor: null });
+        expect(rest.return_reasons.map((r: { name: string }) => r.name)).toEqual(names.slice(150));
+        expect((await call('GET', `${path}?limit=501`, undefined, key)).statusCode).toBe(422);
+        expect((await call('GET', `${path}?cursor=forged`, undefined, key)).statusCode).toBe(422);
+      }
     });
   });
 

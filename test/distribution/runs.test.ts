@@ -292,6 +292,82 @@ describe.each(TEST_DATABASES)('distribution runs on %s', (kind) => {
     expect(list.filter((d: { rule: string }) => d.rule === 'weighted')).toHaveLength(5);
   });
 
+  it('hands a record to each partner once per run, whatever participations it has', async () => {
+    const { account, factory, record, start, webhookPartner } = await w.account();
+    const distributionId = await factory.distribution('lead');
+    // Beta takes part twice (a webhook and an email address), Gamma once.
+    const beta = await webhookPartner(distributionId, { name: 'Beta AG', priceCents: 700 });
+    const betaEmail = await factory.participation(distributionId, {
+      partnerId: beta.partnerId,
+      channel: 'email',
+      address: 'beta@partner.test',
+      priceCents: 500,
+    });
+    // A third participation of Beta's that is at its cap (a cap of 0 takes nothing).
+    const betaFull = await factory.participation(distributionId, {
+      partnerId: beta.partnerId,
+      channel: 'email',
+      address: 'full@partner.test',
+      priceCents: 100,
+      capPerDay: 0,
+    });
+    const gamma = await webhookPartner(distributionId, { name: 'Gamma', priceCents: 300 });
+    const rule = (strategy: string, value: string, participationIds: string[], maxPartners = 3) =>
+      factory.rule(distributionId, {
+        name: value,
+        strategy,
+        maxPartners,
+        filter: [{ field: 'company', op: 'equals', value }],
+        participationIds,
+      });
+    await rule('all', 'all', [betaEmail.id, beta.participationId, gamma.participationId]);
+    await rule('priciest', 'priciest', [betaEmail.id, beta.participationId, gamma.participationId], 2);
+    await rule('all', 'stand-in', [betaFull.id, beta.participationId, gamma.participationId]);
+    const run = async (company: string) => (await start(await record({ company }))).json();
+
+    // `all`: Beta's first participation in the list (email), then Gamma; Beta's webhook is passed over.
+    const all = await run('all');
+    expect(all).toMatchObject({ status: 'distributed', partner_count: 2, partner_names: 'Beta AG, Gamma' });
+    expect(all.partner.map((p: { channel: string }) => p.channel)).toEqual(['email', 'webhook']);
+    expect(all.price_total).toBe(800);
+    expect(beta.receiver.received).toHaveLength(0);
+    // `priciest`: Beta's dearest (the webhook at 700), then Gamma, not Beta's email at 500.
+    expect(await run('priciest')).toMatchObject({ partner_names: 'Beta AG, Gamma', price_total: 1000 });
+    await waitFor(() => beta.receiver.received.length === 1);
+    // A participation at its cap leaves the partner's next one in order to stand in.
+    const standIn = await run('stand-in');
+    expect(standIn).toMatchObject({ partner_names: 'Beta AG, Gamma', price_total: 1000 });
+    expect(standIn.partner.map((p: { channel: string }) => p.channel)).toEqual(['webhook', 'webhook']);
+    await waitFor(() => beta.receiver.received.length === 2);
+    const runs = (
+      await w.t.request({ method: 'GET', url: '/api/v1/distribution/deliveries', key: account.apiKey })
+    ).json().deliveries;
+    const byRecord = new Map<string, string[]>();
+    for (const d of runs) byRecord.set(d.record_id, [...(byRecord.get(d.record_id) ?? []), d.partner_id]);
+    for (const partners of byRecord.values()) expect(new Set(partners).size).toBe(partners.length);
+  });
+
+  it('hands a record out in one currency, also where older participations differ', async () => {
+    const { factory, record, start, webhookPartner } = await w.account();
+    const distributionId = await factory.distribution('lead');
+    // Written straight into the table, as rows from before one currency per distribution may be.
+    const euro = await webhookPartner(distributionId, { name: 'Euro', priceCents: 500, currency: 'EUR' });
+    const dollar = await webhookPartner(distributionId, { name: 'Dollar', priceCents: 700, currency: 'USD' });
+    const euro2 = await webhookPartner(distributionId, {
+      name: 'Euro Too',
+      priceCents: 200,
+      currency: 'EUR',
+    });
+    await factory.rule(distributionId, {
+      strategy: 'all',
+      maxPartners: 3,
+      participationIds: [euro.participationId, dollar.participationId, euro2.participationId],
+    });
+    const answer = (await start(await record())).json();
+    expect(answer).toMatchObject({ partner_count: 2, partner_names: 'Euro, Euro Too', price_total: 700 });
+    expect(dollar.receiver.received).toHaveLength(0);
+  });
+
   it('shares records fairly under concurrency: 30 starts over 3 round-robin participations', async () => {
     const { account, factory, record, start, webhookPartner } = await w.account();
     const distributionId = await factory.distribution('lead');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
+import { putEntity } from '../helpers/fixtures.ts';
 import { startReceiver } from '../outbound/receiver.ts';
 import { distributionAccount, expectRefusedCredentials, wrongCredentials } from './support.ts';
 
@@ -87,7 +88,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
       const disabled = await put('lead', { enabled: false }, account2.apiKey);
       expect(disabled.json()).toMatchObject({ return_deadline_days: 0, enabled: false });
       const listed = await call('GET', SETUPS, undefined, account2.apiKey);
-      expect(listed.json()).toEqual({ distributions: [disabled.json()] });
+      expect(listed.json()).toEqual({ distributions: [disabled.json()], next_cursor: null });
       const read = await call('GET', `${SETUPS}/lead`, undefined, account2.apiKey);
       expect(read.json()).toEqual(disabled.json());
     });
@@ -159,7 +160,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
       const patched = await call('PATCH', `${PARTICIPATIONS}/${participation.id}`, {
         address: 'https://moved.example.com/in',
         price_cents: 990,
-        currency: 'CHF',
+        currency: 'EUR',
         caps: { month: 5 },
         schedule: { time_zone: 'UTC', weekdays: [1, 2, 3, 4, 5, 6, 7], from: '00:00', to: '24:00' },
         weight: 2,
@@ -169,7 +170,7 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
       expect(patched.json()).toMatchObject({
         address: 'https://moved.example.com/in',
         price_cents: 990,
-        currency: 'CHF',
+        currency: 'EUR',
         caps: { day: null, month: 5 },
         schedule: { time_zone: 'UTC', to: '24:00' },
         weight: 2,
@@ -212,6 +213,90 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
         .where('id', '=', destinationId)
         .executeTakeFirstOrThrow();
       expect(enabled).toEqual({ enabled: true, disabled_reason: null });
+    });
+
+    it('lists distributions oldest first in pages that follow next_cursor', async () => {
+      const owner = await distributionAccount(t);
+      for (const entity of ['customer', 'deal']) {
+        await putEntity(t, owner, entity, {
+          name: entity,
+          fields: [{ key: 'title', label: 'Title', type: 'text' }],
+        });
+      }
+      const ids: string[] = [];
+      for (const entity of ['lead', 'deal', 'customer'])
+        ids.push((await put(entity, {}, owner.apiKey)).json().id);
+      const page = async (query: string) => {
+        const response = await call('GET', `${SETUPS}${query}`, undefined, owner.apiKey);
+        expect(response.statusCode, response.body).toBe(200);
+        return response.json();
+      };
+      const all = await page('');
+      expect(all.distributions.map((d: { id: string }) => d.id)).toEqual(ids);
+      expect(all.next_cursor).toBeNull();
+      const first = await page('?limit=2');
+      expect(first.distributions).toEqual(all.distributions.slice(0, 2));
+      expect(first.next_cursor).toEqual(expect.any(String));
+      expect(await page(`?limit=2&cursor=${first.next_cursor}`)).toEqual({
+        distributions: all.distributions.slice(2),
+        next_cursor: null,
+      });
+      for (const query of ['?limit=0', '?limit=501', '?cursor=nope', '?limt=2']) {
+        const refused = await call('GET', `${SETUPS}${query}`, undefined, owner.apiKey);
+        expect(refused.statusCode, query).toBe(422);
+      }
+    });
+
+    it('keeps one currency per distribution: another answers 422 currency_mismatch', async () => {
+      const owner = await distributionAccount(t);
+      await put('lead', {}, owner.apiKey);
+      const ownPartner = await partner(owner, 'Currency Partner');
+      const body = (extra: object = {}) => webhookBody({ partner_id: ownPartner, ...extra });
+      const first = await add(body({ currency: 'CHF' }), 'lead', owner.apiKey);
+      expect(first.statusCode, first.body).toBe(201);
+      const mismatch = (response: { statusCode: number; json(): any }) => {
+        expect(response.statusCode).toBe(422);
+        expect(response.json()).toMatchObject({
+          error: 'validation_failed',
+          details: [{ key: 'currency', reason: 'currency_mismatch' }],
+        });
+      };
+      // Another currency, or none (EUR), beside a CHF participation.
+      mismatch(await add(body({ currency: 'USD' }), 'lead', owner.apiKey));
+      mismatch(await add(body({ currency: undefined }), 'lead', owner.apiKey));
+      const second = await add(
+        body({ currency: 'CHF', channel: 'email', address: 'b@p.example' }),
+        'lead',
+        owner.apiKey,
+      );
+      expect(second.statusCode, second.body).toBe(201);
+      // A change to another currency while the other participation stays in CHF, changing nothing.
+      const patch = (id: string, changes: object) =>
+        call('PATCH', `${PARTICIPATIONS}/${id}`, changes, owner.apiKey);
+      mismatch(await patch(second.json().id, { currency: 'EUR', price_cents: 1 }));
+      const read = (await call('GET', `${SETUPS}/lead`, undefined, owner.apiKey)).json();
+      expect(read.participations.map((p: { currency: string; price_cents: number }) => p.currency)).toEqual([
+        'CHF',
+        'CHF',
+      ]);
+      expect(read.participations[1].price_cents).toBe(1500);
+      // The same currency again is no change; alone, a participation may take any currency.
+      expect((await patch(second.json().id, { currency: 'CHF', price_cents: 2 })).statusCode).toBe(200);
+      expect(
+        (await call('DELETE', `${PARTICIPATIONS}/${first.json().id}`, undefined, owner.apiKey)).statusCode,
+      ).toBe(204);
+      const alone = await patch(second.json().id, { currency: 'USD' });
+      expect(alone.statusCode, alone.body).toBe(200);
+      expect(alone.json().currency).toBe('USD');
+      // Another distribution keeps its own currency.
+      const otherAccount = await distributionAccount(t);
+      await put('lead', {}, otherAccount.apiKey);
+      const theirs = await add(
+        webhookBody({ partner_id: await partner(otherAccount, 'Euro Partner') }),
+        'lead',
+        otherAccount.apiKey,
+      );
+      expect(theirs.statusCode, theirs.body).toBe(201);
     });
 
     it('switches channels: to email drops the idle destination, back to webhook makes a new secret', async () => {
@@ -421,7 +506,10 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
       ] as const) {
         expect((await call(method, url, body, fresh.apiKey)).statusCode, `${method} ${url}`).toBe(404);
       }
-      expect((await call('GET', SETUPS, undefined, fresh.apiKey)).json()).toEqual({ distributions: [] });
+      expect((await call('GET', SETUPS, undefined, fresh.apiKey)).json()).toEqual({
+        distributions: [],
+        next_cursor: null,
+      });
       for (const method of ['PATCH', 'DELETE'] as const) {
         const response = await call(
           method,

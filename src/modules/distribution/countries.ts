@@ -1,9 +1,10 @@
 import { createRequire } from 'node:module';
 
 /**
- * Countries of partner addresses (decisions §8): a two-letter code in any case, a three-letter
- * code, or a name in any language `i18n-iso-countries` offers (English and German first), stored
- * as the upper-case two-letter code. A name that two countries share (`Congo`) is refused.
+ * Countries of partner addresses (decisions §8): a two-letter code in any case, or a name in any
+ * language `i18n-iso-countries` offers (English and German first), stored as the upper-case
+ * two-letter code. Three-letter codes are refused, even where a language lists one as a name
+ * (`USA`), and so is a name that two countries share (`Congo`).
  */
 
 type CountriesLibrary = typeof import('i18n-iso-countries');
@@ -74,9 +75,7 @@ export function resolveCountry(input: string): string | undefined {
     const code = text.toUpperCase();
     if (library.isValid(code)) return code;
   }
-  if (/^[A-Za-z]{3}$/.test(text)) {
-    const code = library.alpha3ToAlpha2(text.toUpperCase());
-    if (code) return code;
-  }
+  // Codes are two letters (decisions §8: "anything else → invalid_country").
+  if (/^[A-Za-z]{3}$/.test(text) && library.alpha3ToAlpha2(text.toUpperCase())) return undefined;
   return names.get(normalize(text));
 }

@@ -109,14 +109,13 @@ export function createDistributionRepo(db: Executor) {
       return rows.map((row) => row.id);
     },
 
-    /** The record's deliveries that a partner has or may still get (not failed), with their partner. */
-    liveDeliveriesOf(accountId: string, recordId: string, tx: Executor) {
+    /** Every delivery the record had, failed ones included, with its partner and status. */
+    deliveriesOfRecord(accountId: string, recordId: string, tx: Executor) {
       return tx
         .selectFrom('deliveries')
         .select(['partner_id', 'status'])
         .where('account_id', '=', accountId)
         .where('record_id', '=', recordId)
-        .where('status', '!=', 'failed')
         .execute();
     },
 

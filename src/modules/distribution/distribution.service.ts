@@ -208,10 +208,15 @@ export function createDistributionService(deps: DistributionServiceDeps) {
 
     // A record goes out once (decisions §8: "at most once unless returned with redistribution"):
     // a delivery that is pending, delivered or returned makes it distributed, and only a return's
-    // redistribution runs again, never to a partner that had it. Failed deliveries reached no one.
-    const live = await repo.liveDeliveriesOf(accountId, recordId, tx);
-    if (options.triggeredBy !== 'return' && live.length > 0) return finish('no_match', 'already_distributed');
-    const excluded = [...new Set([...(options.excludePartnerIds ?? []), ...live.map((d) => d.partner_id)])];
+    // redistribution runs again. A failed delivery reached no one, so a record whose deliveries
+    // all failed may run again; either way never to a partner that had a delivery of it, failed
+    // ones included ("never to the same partner").
+    const earlier = await repo.deliveriesOfRecord(accountId, recordId, tx);
+    const distributed = earlier.some((d) => d.status !== 'failed');
+    if (options.triggeredBy !== 'return' && distributed) return finish('no_match', 'already_distributed');
+    const excluded = [
+      ...new Set([...(options.excludePartnerIds ?? []), ...earlier.map((d) => d.partner_id)]),
+    ];
     const effective: DistributeOptions = { ...options, excludePartnerIds: excluded };
 
     const fields = record.fields as Record<string, unknown>;
@@ -243,10 +248,21 @@ export function createDistributionService(deps: DistributionServiceDeps) {
     const limit = Math.max(1, Math.min(rule.max_partners, options.maxPartners ?? rule.max_partners));
     const chosen: Candidate[] = [];
     const capped = new Set<string>();
+    const chosenPartners = new Set<string>();
+    let currency: string | undefined;
     for (const candidate of ordered) {
       if (chosen.length >= limit) break;
-      if (await takeCap(accountId, byId.get(candidate.id)!, at, tx)) chosen.push(candidate);
-      else capped.add(candidate.id);
+      const p = byId.get(candidate.id)!;
+      // One participation per partner in a run: the first of the partner's in the strategy's
+      // order that has a free cap; the others are passed over (neither chosen nor counted). One
+      // currency per run, the first chosen's, so that `price_total` adds like with like (a
+      // distribution's participations share one since writes refuse another; older rows may not).
+      if (chosenPartners.has(p.partner_id) || (currency !== undefined && p.currency !== currency)) continue;
+      if (await takeCap(accountId, p, at, tx)) {
+        chosen.push(candidate);
+        chosenPartners.add(p.partner_id);
+        currency ??= p.currency;
+      } else capped.add(candidate.id);
     }
 
     if (strategy === 'weighted') {

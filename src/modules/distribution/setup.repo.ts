@@ -8,6 +8,7 @@ import type {
   ParticipationsTable,
   RuleFilter,
 } from '../../db/types.ts';
+import type { CursorPosition } from '../../lib/cursor.ts';
 
 export type DistributionRow = Selectable<DistributionsTable> & { entity: string };
 /** A participation with what its read shows of its partner and its destination. */
@@ -97,8 +98,24 @@ export function createSetupRepo(db: Executor) {
       return selectDistributions(tx, accountId).where('d.entity_id', '=', entityId).executeTakeFirst();
     },
 
-    listDistributions(accountId: string, tx: Executor = db): Promise<DistributionRow[]> {
-      return selectDistributions(tx, accountId).orderBy('e.key').execute();
+    /** A page of the account's distributions, oldest first, after the cursor's position (decisions §6). */
+    listDistributions(
+      accountId: string,
+      page: { limit: number; after: CursorPosition | null },
+      tx: Executor = db,
+    ): Promise<DistributionRow[]> {
+      let query = selectDistributions(tx, accountId);
+      const { after } = page;
+      if (after) {
+        const at = new Date(after.createdAt);
+        query = query.where((eb) =>
+          eb.or([
+            eb('d.created_at', '>', at),
+            eb.and([eb('d.created_at', '=', at), eb('d.id', '>', after.id)]),
+          ]),
+        );
+      }
+      return query.orderBy('d.created_at').orderBy('d.id').limit(page.limit).execute();
     },
 
     /** Creates the entity's distribution or changes it (one per entity, decided by the unique index). */
@@ -161,6 +178,24 @@ export function createSetupRepo(db: Executor) {
         .where('id', '=', id)
         .forUpdate()
         .executeTakeFirst();
+    },
+
+    /** The currencies of the distribution's participations, but the one excepted (one currency each, decisions §8). */
+    async currenciesOf(
+      accountId: string,
+      distributionId: string,
+      exceptId: string | null,
+      tx: Executor = db,
+    ): Promise<string[]> {
+      let query = tx
+        .selectFrom('participations')
+        .select('currency')
+        .distinct()
+        .where('account_id', '=', accountId)
+        .where('distribution_id', '=', distributionId);
+      if (exceptId) query = query.where('id', '!=', exceptId);
+      const rows = await query.orderBy('currency').execute();
+      return rows.map((row) => row.currency);
     },
 
     countParticipations(accountId: string, distributionId: string, tx: Executor = db) {
@@ -346,14 +381,24 @@ export function createSetupRepo(db: Executor) {
 
     // Return reasons.
 
-    listReturnReasons(accountId: string, tx: Executor = db) {
-      return tx
+    /** A page of the account's return reasons, oldest first, after the cursor's position. */
+    listReturnReasons(
+      accountId: string,
+      page: { limit: number; after: CursorPosition | null },
+      tx: Executor = db,
+    ) {
+      let query = tx
         .selectFrom('return_reasons')
-        .select(['id', 'name'])
-        .where('account_id', '=', accountId)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
+        .select(['id', 'name', 'created_at'])
+        .where('account_id', '=', accountId);
+      const { after } = page;
+      if (after) {
+        const at = new Date(after.createdAt);
+        query = query.where((eb) =>
+          eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
+        );
+      }
+      return query.orderBy('created_at').orderBy('id').limit(page.limit).execute();
     },
 
     countReturnReasons(accountId: string, tx: Executor = db) {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { accountIdOf } from '../../http/auth.ts';
-import { IdParams, NoQuery, s2Errors } from '../../http/schemas.ts';
+import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   CreateParticipationBody,
   CreateReturnReasonBody,
@@ -36,12 +36,12 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
       schema: {
         tags,
         operationId: 'listDistributionSetups',
-        summary: 'Every distribution set up, by entity key, with participations and rules',
-        querystring: NoQuery,
+        summary: 'The distributions set up, oldest first, each with its entity key, participations and rules',
+        querystring: PageQuery,
         response: { 200: DistributionSetupList, ...s2Errors },
       },
     },
-    async (request) => setup.list(accountIdOf(request)),
+    async (request) => setup.list(accountIdOf(request), request.query),
   );
 
   app.get(
@@ -152,11 +152,11 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
         tags,
         operationId: 'listReturnReasons',
         summary: 'The return reasons of the account, oldest first',
-        querystring: NoQuery,
+        querystring: PageQuery,
         response: { 200: ReturnReasonList, ...s2Errors },
       },
     },
-    async (request) => setup.listReturnReasons(accountIdOf(request)),
+    async (request) => setup.listReturnReasons(accountIdOf(request), request.query),
   );
 
   app.get(
@@ -168,11 +168,11 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
         operationId: 'listReturnReasonsForReturns',
         summary:
           'The return reasons of the account, oldest first, for callers that return deliveries (permission distribution)',
-        querystring: NoQuery,
+        querystring: PageQuery,
         response: { 200: ReturnReasonList, ...s2Errors },
       },
     },
-    async (request) => setup.listReturnReasons(accountIdOf(request)),
+    async (request) => setup.listReturnReasons(accountIdOf(request), request.query),
   );
 
   app.post(

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { Timestamp, Uuid } from '../../http/schemas.ts';
+import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 import { EntityKey } from '../entities/entities.schemas.ts';
 
 /** Bounds of a distribution's setup (decisions §8), far above real setups. */
@@ -321,7 +321,10 @@ export const DistributionSetup = Type.Object({
   updated_at: Timestamp,
 });
 
-export const DistributionSetupList = Type.Object({ distributions: Type.Array(DistributionSetup) });
+export const DistributionSetupList = Type.Object({
+  distributions: Type.Array(DistributionSetup),
+  next_cursor: NextCursor,
+});
 
 export const CreateReturnReasonBody = Type.Object(
   {
@@ -335,4 +338,7 @@ export const CreateReturnReasonBody = Type.Object(
 );
 
 export const ReturnReason = Type.Object({ id: Uuid, name: Type.String() });
-export const ReturnReasonList = Type.Object({ return_reasons: Type.Array(ReturnReason) });
+export const ReturnReasonList = Type.Object({
+  return_reasons: Type.Array(ReturnReason),
+  next_cursor: NextCursor,
+});

@@ -3,6 +3,7 @@ import net from 'node:net';
 import type { Db, Executor, ParticipationSchedule, RuleFilter } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
+import { type CursorPosition, decodeCursor, pageOf } from '../../lib/cursor.ts';
 import type { AddressPolicy } from '../../outbound/address-policy.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
@@ -26,6 +27,19 @@ import {
   type RuleSettings,
   type ScheduleSettings,
 } from './setup.schemas.ts';
+
+/** `limit` and `cursor` of a list (decisions §6); a page holds 100 unless told. */
+type PageParams = { limit?: number; cursor?: string };
+const DEFAULT_PAGE = 100;
+
+/** One page of a list: the repo reads one row past `limit`, which becomes the next cursor. */
+async function pageFrom<T extends { created_at: Date; id: string }>(
+  query: PageParams,
+  read: (page: { limit: number; after: CursorPosition | null }) => Promise<T[]>,
+) {
+  const limit = query.limit ?? DEFAULT_PAGE;
+  return pageOf(await read({ limit: limit + 1, after: decodeCursor(query.cursor) }), limit);
+}
 
 /** The outbound engine's purpose of partner webhooks (decisions §12). */
 export const PARTICIPATION_WEBHOOK = 'participation';
@@ -225,6 +239,28 @@ export function createSetupService(deps: {
     }
   }
 
+  /**
+   * One currency per distribution (decisions §8: `price_total` is in the deliveries' currency):
+   * a participation's currency must be that of every other participation of its distribution.
+   */
+  async function checkCurrency(
+    accountId: string,
+    distributionId: string,
+    participationId: string | null,
+    currency: string,
+    problems: ValidationDetail[],
+    tx: Executor,
+  ) {
+    const others = await repo.currenciesOf(accountId, distributionId, participationId, tx);
+    if (others.some((other) => other !== currency)) {
+      problems.push({
+        key: 'currency',
+        reason: 'currency_mismatch',
+        message: `the distribution's other participations are priced in ${others.join(', ')}`,
+      });
+    }
+  }
+
   async function checkPartner(
     accountId: string,
     partnerId: string,
@@ -278,9 +314,10 @@ export function createSetupService(deps: {
   return {
     loadSetup,
 
-    async list(accountId: string) {
-      const setups = await setupsOf(await repo.listDistributions(accountId), accountId);
-      return { distributions: setups.map(presentSetup) };
+    async list(accountId: string, query: PageParams) {
+      const page = await pageFrom(query, (at) => repo.listDistributions(accountId, at));
+      const setups = await setupsOf(page.items, accountId);
+      return { distributions: setups.map(presentSetup), next_cursor: page.nextCursor };
     },
 
     async get(accountId: string, key: string) {
@@ -310,6 +347,7 @@ export function createSetupService(deps: {
         // Serialises additions to one distribution, so that the count below holds.
         await repo.lockDistribution(accountId, distribution.id, tx);
         await checkPartner(accountId, input.partner_id, problems, tx);
+        await checkCurrency(accountId, distribution.id, null, input.currency ?? 'EUR', problems, tx);
         if ((await repo.countParticipations(accountId, distribution.id, tx)) >= MAX_PARTICIPATIONS) {
           problems.push({
             key: 'partner_id',
@@ -371,6 +409,11 @@ export function createSetupService(deps: {
         }
         if (input.partner_id !== undefined && input.partner_id !== current.partner_id) {
           await checkPartner(accountId, input.partner_id, problems, tx);
+        }
+        if (input.currency !== undefined && input.currency !== current.currency) {
+          // Serialised with additions and other changes of the distribution (they lock it too).
+          await repo.lockDistribution(accountId, current.distribution_id, tx);
+          await checkCurrency(accountId, current.distribution_id, id, input.currency, problems, tx);
         }
         const columns: ParticipationColumns = {};
         if (input.schedule !== undefined) {
@@ -496,8 +539,12 @@ export function createSetupService(deps: {
 
     // Return reasons.
 
-    async listReturnReasons(accountId: string) {
-      return { return_reasons: await repo.listReturnReasons(accountId) };
+    async listReturnReasons(accountId: string, query: PageParams) {
+      const page = await pageFrom(query, (at) => repo.listReturnReasons(accountId, at));
+      return {
+        return_reasons: page.items.map(({ id, name }) => ({ id, name })),
+        next_cursor: page.nextCursor,
+      };
     },
 
     async addReturnReason(accountId: string, input: { name: string }) {

@@ -24,10 +24,10 @@ import {
   DELIVERY_STATUSES,
   type Delivery,
   type DeliveryPage,
+  fetchReturnReasons,
   PARTNERS_KEY,
   type PartnerPage,
   RETURN_REASONS_KEY,
-  type ReturnReason,
 } from '../distribution/api.ts';
 import { distributionMessages } from '../distribution/messages.ts';
 import { messages } from './messages.ts';
@@ -201,8 +201,7 @@ function ReturnPanel({ delivery, onDone }: { delivery: Delivery; onDone(): void 
 
   const reasons = useQuery({
     queryKey: RETURN_REASONS_KEY,
-    queryFn: ({ signal }) =>
-      api<{ return_reasons: ReturnReason[] }>('/api/v1/distribution/return-reasons', { signal }),
+    queryFn: ({ signal }) => fetchReturnReasons('/api/v1/distribution/return-reasons', signal),
   });
   const submit = useMutation({
     mutationFn: () =>

@@ -12,6 +12,8 @@ import { useToast } from '../../ui/toast.tsx';
 import {
   type DistributionSetup,
   type EntityListing,
+  fetchReturnReasons,
+  fetchSetups,
   PARTNERS_KEY,
   type Participation,
   type PartnerPage,
@@ -34,8 +36,7 @@ export function DistributionSetupPage() {
   });
   const setups = useQuery({
     queryKey: SETUPS_KEY,
-    queryFn: ({ signal }) =>
-      api<{ distributions: DistributionSetup[] }>('/api/v1/settings/distributions', { signal }),
+    queryFn: ({ signal }) => fetchSetups(signal),
   });
   const [chosen, setChosen] = useState<string | null>(null);
   const list = entities.data?.entities ?? [];
@@ -263,8 +264,7 @@ function ReturnReasons() {
   const [name, setName] = useState('');
   const reasons = useQuery({
     queryKey: [...RETURN_REASONS_KEY, 'settings'],
-    queryFn: ({ signal }) =>
-      api<{ return_reasons: ReturnReason[] }>('/api/v1/settings/return-reasons', { signal }),
+    queryFn: ({ signal }) => fetchReturnReasons('/api/v1/settings/return-reasons', signal),
   });
   const refresh = () => void client.invalidateQueries({ queryKey: RETURN_REASONS_KEY });
   const add = useMutation({

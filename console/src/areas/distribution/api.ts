@@ -1,6 +1,8 @@
 // Shapes of the distribution endpoints the console reads (decisions §8; the route schemas in
 // src/modules/distribution/*.schemas.ts), shared by the deliveries, partners and setup screens.
 
+import { api } from '../../lib/api.ts';
+
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'returned'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
@@ -144,3 +146,31 @@ export const SETUPS_KEY = ['distribution', 'setups'] as const;
 export const PARTNERS_KEY = ['distribution', 'partners'] as const;
 export const DELIVERIES_KEY = ['distribution', 'deliveries'] as const;
 export const RETURN_REASONS_KEY = ['distribution', 'return-reasons'] as const;
+
+/** Every item of a cursor list (decisions §6), its pages of 500 followed through `next_cursor`. */
+async function everyPage<T>(path: string, member: string, signal?: AbortSignal): Promise<T[]> {
+  const all: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: Record<string, unknown> & { next_cursor: string | null } = await api(path, {
+      query: { limit: 500, cursor },
+      signal,
+    });
+    all.push(...(page[member] as T[]));
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+/** Every distribution setup of the account (settings API). */
+export async function fetchSetups(signal?: AbortSignal): Promise<{ distributions: DistributionSetup[] }> {
+  return { distributions: await everyPage('/api/v1/settings/distributions', 'distributions', signal) };
+}
+
+/** Every return reason, through the settings API or the one for returns (`/api/v1/distribution/…`). */
+export async function fetchReturnReasons(
+  path: '/api/v1/settings/return-reasons' | '/api/v1/distribution/return-reasons',
+  signal?: AbortSignal,
+): Promise<{ return_reasons: ReturnReason[] }> {
+  return { return_reasons: await everyPage(path, 'return_reasons', signal) };
+}

@@ -9,7 +9,7 @@ import { useSession } from '../../lib/session.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
 import { useToast } from '../../ui/toast.tsx';
-import { type DistributionSetup, PARTNERS_KEY, type Partner, SETUPS_KEY } from '../distribution/api.ts';
+import { fetchSetups, PARTNERS_KEY, type Partner, SETUPS_KEY } from '../distribution/api.ts';
 import { distributionMessages } from '../distribution/messages.ts';
 import { ParticipationsTable } from '../distribution/participations.tsx';
 import { PartnerForm } from './form.tsx';
@@ -31,8 +31,7 @@ export function PartnerPage() {
   });
   const setups = useQuery({
     queryKey: SETUPS_KEY,
-    queryFn: ({ signal }) =>
-      api<{ distributions: DistributionSetup[] }>('/api/v1/settings/distributions', { signal }),
+    queryFn: ({ signal }) => fetchSetups(signal),
     enabled: isAdmin,
   });
   const retire = useMutation({
