@@ -150,6 +150,34 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))(
       }
     }, 60_000);
 
+    it('names the automation that a stage removal would break, and saves nothing', async () => {
+      const made = await call('POST', '/api/v1/settings/automations', {
+        name: 'Lost note',
+        entity: 'deal',
+        stage: 'Lost',
+        action: { type: 'note', body: 'Lost {{first_name}}' },
+      });
+      const { context, page } = await openSettings(admin);
+      try {
+        const deal = page.getByRole('region', { name: 'Deal (deal)' });
+        await deal.getByRole('button', { name: 'Remove Lost' }).click();
+        await deal.getByRole('button', { name: 'Save pipelines: Deal' }).click();
+        const problem = deal.locator('ul.error-text li', { hasText: 'Lost note' });
+        await problem.waitFor();
+        expect(await problem.locator('code').textContent()).toBe(`automations.${made.id}.stage`);
+        const entity = await call('GET', '/api/v1/settings/entities/deal');
+        expect(entity.pipelines[0].stages).toContain('Lost');
+        expect(pageProblems(page)).toEqual([]);
+      } finally {
+        await context.close();
+        await server.t.request({
+          method: 'DELETE',
+          url: `/api/v1/settings/automations/${made.id}`,
+          key: account.apiKey,
+        });
+      }
+    }, 60_000);
+
     it("shows a webhook automation's attempts, the retries of a failing receiver included", async () => {
       receiver.answerAlways({ status: 503 });
       const automation = await call('POST', '/api/v1/settings/automations', {

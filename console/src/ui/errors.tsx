@@ -30,3 +30,20 @@ export function ErrorText({ error }: { error: unknown }) {
     </p>
   );
 }
+
+/**
+ * The service's 422 details that no field of the form shows (keyed elsewhere, e.g. an
+ * automation an entity change would break), each with its key and message.
+ */
+export function DetailList({ details }: { details: [string, string][] }) {
+  if (details.length === 0) return null;
+  return (
+    <ul className="error-text" role="alert">
+      {details.map(([key, message]) => (
+        <li key={key}>
+          <code>{key}</code>: {message}
+        </li>
+      ))}
+    </ul>
+  );
+}

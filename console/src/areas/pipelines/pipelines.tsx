@@ -7,7 +7,7 @@ import { Button, Form } from 'react-aria-components';
 import { fieldErrors } from '../../lib/api.ts';
 import { useT } from '../../lib/i18n.tsx';
 import { useSession } from '../../lib/session.tsx';
-import { ErrorText } from '../../ui/errors.tsx';
+import { DetailList, ErrorText } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
 import { useToast } from '../../ui/toast.tsx';
@@ -93,7 +93,7 @@ function EntityPipelines({ entity }: { entity: SettingsEntity }) {
     Object.entries(errors)
       .filter(([key]) => key === `pipelines.${index}` || key.startsWith(`pipelines.${index}.`))
       .map(([, message]) => message);
-  const otherErrors = Object.keys(errors).some((key) => !/^pipelines\.\d+/.test(key));
+  const otherErrors = Object.entries(errors).filter(([key]) => !/^pipelines\.\d+/.test(key));
 
   const update = (index: number, change: (pipeline: PipelineDef) => PipelineDef) =>
     setDraft((list) => list.map((pipeline, i) => (i === index ? change(pipeline) : pipeline)));
@@ -213,9 +213,8 @@ function EntityPipelines({ entity }: { entity: SettingsEntity }) {
           {t('addPipeline')}
         </Button>
       </Form>
-      {otherErrors || (save.error && Object.keys(errors).length === 0) ? (
-        <ErrorText error={save.error} />
-      ) : null}
+      <DetailList details={otherErrors} />
+      {save.error && Object.keys(errors).length === 0 ? <ErrorText error={save.error} /> : null}
       <div className="form-actions">
         {dirty ? <span className="muted">{t('unsaved')}</span> : null}
         <Button

@@ -7,7 +7,7 @@ import { Button } from 'react-aria-components';
 import { Link, useNavigate, useParams } from 'react-router';
 import { ApiError, api } from '../../lib/api.ts';
 import { useFormat, useT } from '../../lib/i18n.tsx';
-import { ErrorText } from '../../ui/errors.tsx';
+import { DetailList, ErrorText } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
 import { type ColumnDef, DataTable } from '../../ui/table.tsx';
@@ -424,15 +424,7 @@ function EntityEditor({ entity }: { entity: EntityDefinition }) {
         />
       </section>
 
-      {generalErrors.length > 0 ? (
-        <ul className="error-text" role="alert">
-          {generalErrors.map(([k, message]) => (
-            <li key={k}>
-              <code>{k}</code>: {message}
-            </li>
-          ))}
-        </ul>
-      ) : null}
+      <DetailList details={generalErrors} />
       <ErrorText error={save.error && Object.keys(errors).length === 0 ? save.error : null} />
       {save.error && Object.keys(errors).length > 0 ? (
         <p className="error-text" role="alert">
