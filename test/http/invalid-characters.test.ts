@@ -550,9 +550,16 @@ describe.each(TEST_DATABASES)('text the database cannot store, on %s', (kind) =>
         });
       const first = await send();
       expect(first.statusCode).toBe(200);
-      const again = await writesNothing(send);
+      // The replay writes nothing but its own log entry (decisions §10: every call is logged).
+      const before = await counts();
+      const again = await send();
+      expect(await counts()).toEqual({ ...before, intake_log: (before.intake_log ?? 0) + 1 });
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.json()).toEqual(first.json());
+      const { rows } = await sql<{ outcome: string; status_code: number }>`
+        SELECT outcome, status_code FROM intake_log WHERE account_id = ${account.id}
+        ORDER BY created_at DESC, id DESC LIMIT 1`.execute(t.db);
+      expect(rows[0]).toEqual({ outcome: 'replayed', status_code: 200 });
     });
 
     it('S2 bulk still refuses the whole call for such text outside its entries', async () => {
