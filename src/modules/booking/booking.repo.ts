@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
+import { seatMinutes } from './booking.rules.ts';
 
 export interface CalendarColumns {
   name: string;
@@ -46,6 +47,8 @@ export interface LinkRow {
   duration_minutes: number;
   expires_at: Date;
   appointment_id: string | null;
+  /** The modules its account has booked now (the public surface has no API key to carry them). */
+  account_modules: string[];
 }
 
 const CALENDAR_COLUMNS = [
@@ -93,11 +96,6 @@ function withLock<Q extends { forShare(): Q; forNoKeyUpdate(): Q }>(
   return query;
 }
 
-/** The minutes (since 1970 UTC) an appointment covers, first and last: the rows of its seats. */
-function minutesOf(startsAt: Date, endsAt: Date) {
-  return { first: Math.floor(startsAt.getTime() / 60_000), last: Math.ceil(endsAt.getTime() / 60_000) - 1 };
-}
-
 export function createBookingRepo(db: Executor) {
   return {
     /**
@@ -130,16 +128,6 @@ export function createBookingRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('is_default', '=', true);
       return withLock(query, lock).executeTakeFirst();
-    },
-
-    /** The modules an account has booked (the public booking surface has no API key to carry them). */
-    async accountModules(accountId: string, tx: Executor = db): Promise<string[]> {
-      const row = await tx
-        .selectFrom('accounts')
-        .select('modules')
-        .where('id', '=', accountId)
-        .executeTakeFirst();
-      return row?.modules ?? [];
     },
 
     listCalendars(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
@@ -285,7 +273,7 @@ export function createBookingRepo(db: Executor) {
         })
         .returning(APPOINTMENT_COLUMNS)
         .executeTakeFirstOrThrow();
-      const { first, last } = minutesOf(input.startsAt, input.endsAt);
+      const { first, last } = seatMinutes(input.startsAt, input.endsAt);
       let held = 0;
       for (let seat = 0; seat < capacity && held <= last - first; seat++) {
         const taken = await sql<{ minute: number }>`
@@ -349,7 +337,7 @@ export function createBookingRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('appointment_id', '=', appointment.id)
         .execute();
-      const { first, last } = minutesOf(appointment.starts_at, appointment.ends_at);
+      const { first, last } = seatMinutes(appointment.starts_at, appointment.ends_at);
       await sql`
         UPDATE appointment_seats s SET seat = -1 - r.n
         FROM (
@@ -433,6 +421,15 @@ export function createBookingRepo(db: Executor) {
           'duration_minutes',
           'expires_at',
           'appointment_id',
+          // A subquery, not a join: FOR UPDATE below locks the link's row alone.
+          (eb) =>
+            eb
+              .selectFrom('accounts')
+              .select('accounts.modules')
+              .whereRef('accounts.id', '=', 'booking_links.account_id')
+              .$asScalar()
+              .$notNull()
+              .as('account_modules'),
         ])
         .where('token_hash', '=', tokenHash);
       if (lock) query = query.forUpdate();

@@ -24,6 +24,17 @@ export interface Slot {
 }
 
 export const MINUTE_MS = 60_000;
+
+/**
+ * The minutes (since 1970 UTC) a time span covers, first and last: an appointment's seat rows
+ * (appointment_seats), and what capacity counts when slots are offered.
+ */
+export function seatMinutes(startsAt: Date, endsAt: Date): { first: number; last: number } {
+  return {
+    first: Math.floor(startsAt.getTime() / MINUTE_MS),
+    last: Math.ceil(endsAt.getTime() / MINUTE_MS) - 1,
+  };
+}
 const HOUR_MINUTE = /^([01]\d|2[0-3]):[0-5]\d$|^24:00$/;
 
 /** Whether the runtime knows the IANA zone: the same test as Luxon's `IANAZone.isValidZone`. */

@@ -377,7 +377,7 @@ export function createBookingService({
     if (!/^bk_[0-9A-Za-z]{1,64}$/.test(token)) throw linkNotFound();
     const link = await repo.linkByTokenHash(hashSecret(token), tx, lock);
     if (!link) throw linkNotFound();
-    if (!(await repo.accountModules(link.account_id, tx)).includes('booking')) {
+    if (!link.account_modules.includes('booking')) {
       throw new AppError('module_not_enabled', { message: 'Booking is not available for this link' });
     }
     const calendar = await repo.findCalendar(

@@ -6,6 +6,7 @@ import {
   MINUTE_MS,
   minutesOf,
   type Slot,
+  seatMinutes,
   WEEKDAYS,
 } from './booking.rules.ts';
 
@@ -99,17 +100,13 @@ export function mostAtOnce(
   startsAt: Date,
   endsAt: Date,
 ): number {
-  const first = Math.floor(startsAt.getTime() / MINUTE_MS);
-  const end = Math.ceil(endsAt.getTime() / MINUTE_MS);
+  const { first, last } = seatMinutes(startsAt, endsAt);
   const overlapping = booked
-    .map((row) => [
-      Math.floor(row.starts_at.getTime() / MINUTE_MS),
-      Math.ceil(row.ends_at.getTime() / MINUTE_MS),
-    ])
-    .filter(([from, to]) => from! < end && to! > first) as [number, number][];
+    .map((row) => seatMinutes(row.starts_at, row.ends_at))
+    .filter((row) => row.first <= last && row.last >= first);
   let most = 0;
-  for (const point of [first, ...overlapping.map(([from]) => from).filter((from) => from > first)]) {
-    const count = overlapping.filter(([from, to]) => from <= point && point < to).length;
+  for (const point of [first, ...overlapping.map((row) => row.first).filter((from) => from > first)]) {
+    const count = overlapping.filter((row) => row.first <= point && point <= row.last).length;
     if (count > most) most = count;
   }
   return most;

@@ -333,22 +333,17 @@ export function createIntakeService({
     }
     const { values, problems, unmapped } = readValues(entity, handover.submitted);
     const warnings: Warning[] = [];
-    // Strict keys refuse every unknown key, `meta.<name>` ones too (interface rule 7: refused
-    // instead of accepted with warnings); other warnings stay warnings.
+    // An unknown key is a warning, or with a strict key a refusal (interface rule 7), names in
+    // `meta` (`meta.<name>`) as much as field names; other warnings stay warnings.
+    const unknownKey = (key: string, message: string) => {
+      if (ctx.strict) problems.push({ key, reason: 'unmapped', message });
+      else warnings.push({ key, reason: 'unmapped' });
+    };
     for (const warning of handover.warnings) {
-      if (ctx.strict && warning.reason === 'unmapped')
-        problems.push({ key: warning.key, reason: 'unmapped', message: `${warning.key} is not a known key` });
+      if (warning.reason === 'unmapped') unknownKey(warning.key, `${warning.key} is not a known key`);
       else warnings.push(warning);
     }
-    for (const name of unmapped) {
-      if (ctx.strict)
-        problems.push({
-          key: name,
-          reason: 'unmapped',
-          message: `${name} matches no field of ${entity.key}`,
-        });
-      else warnings.push({ key: name, reason: 'unmapped' });
-    }
+    for (const name of unmapped) unknownKey(name, `${name} matches no field of ${entity.key}`);
     let placement: Prepared['placement'] = null;
     if (handover.crm) {
       const resolved = resolveStage(entity, handover.crm, handover.crm.keyPrefix);
