@@ -15,5 +15,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll waits as long as a browser tab's actions (5 s): its default of one second is
+    // shorter than a page's fetch takes while the two cores run both workers' databases.
+    expect: { poll: { timeout: 5_000 } },
   },
 });
