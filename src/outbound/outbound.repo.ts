@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { toJson } from '../db/json.ts';
+import { pastCursor } from '../db/keyset.ts';
 import { PREPARED } from '../db/prepared.ts';
 import type { Executor } from '../db/types.ts';
 
@@ -318,10 +319,7 @@ export function createOutboundRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('purpose', '=', purpose);
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(limit).execute();
     },

@@ -1,3 +1,4 @@
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 
@@ -31,12 +32,7 @@ export function createAccountsRepo(db: Executor) {
     list(limit: number, after: CursorPosition | null, tx: Executor = db) {
       let query = tx.selectFrom('accounts').select(COLUMNS);
       if (after) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('created_at', '>', new Date(after.createdAt)),
-            eb.and([eb('created_at', '=', new Date(after.createdAt)), eb('id', '>', after.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(limit).execute();
     },

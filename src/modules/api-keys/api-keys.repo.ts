@@ -1,3 +1,4 @@
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor } from '../../db/types.ts';
 
 export interface NewApiKeyRow {
@@ -53,12 +54,7 @@ export function createApiKeysRepo(db: Executor) {
         .where('account_id', '=', accountId)
         .where('revoked_at', 'is', null);
       if (after) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('created_at', '>', new Date(after.createdAt)),
-            eb.and([eb('created_at', '=', new Date(after.createdAt)), eb('id', '>', after.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(limit).execute();
     },

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 import { seatMinutes } from './booking.rules.ts';
@@ -133,10 +134,7 @@ export function createBookingRepo(db: Executor) {
     listCalendars(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
       let query = tx.selectFrom('calendars').select(CALENDAR_COLUMNS).where('account_id', '=', accountId);
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(limit).execute() as Promise<CalendarRow[]>;
     },
@@ -317,10 +315,8 @@ export function createBookingRepo(db: Executor) {
       if (filter.calendarId) query = query.where('calendar_id', '=', filter.calendarId);
       if (filter.recordId) query = query.where('record_id', '=', filter.recordId);
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([eb('starts_at', '>', at), eb.and([eb('starts_at', '=', at), eb('id', '>', after.id)])]),
-        );
+        // The cursor's time is the appointment's start: the list's order (decisions §11).
+        query = query.where(pastCursor('starts_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('starts_at').orderBy('id').limit(limit).execute();
     },

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { pastCursor } from '../../db/keyset.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
 
@@ -83,13 +84,7 @@ export function createAutomationsRepo(db: Executor) {
     ) {
       let query = selectAutomations(tx, accountId);
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([
-            eb('a.created_at', '>', at),
-            eb.and([eb('a.created_at', '=', at), eb('a.id', '>', after.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('a.created_at', 'a.id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('a.created_at').orderBy('a.id').limit(limit).execute();
     },

@@ -1,4 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor, PartnersTable } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 
@@ -50,10 +51,7 @@ export function createPartnersRepo(db: Executor) {
       }
       const after = options.after;
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(options.limit).execute();
     },

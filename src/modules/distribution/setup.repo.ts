@@ -1,5 +1,6 @@
 import { type Selectable, sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { pastCursor } from '../../db/keyset.ts';
 import type {
   DistributionRulesTable,
   DistributionsTable,
@@ -107,13 +108,7 @@ export function createSetupRepo(db: Executor) {
       let query = selectDistributions(tx, accountId);
       const { after } = page;
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([
-            eb('d.created_at', '>', at),
-            eb.and([eb('d.created_at', '=', at), eb('d.id', '>', after.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('d.created_at', 'd.id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('d.created_at').orderBy('d.id').limit(page.limit).execute();
     },
@@ -393,10 +388,7 @@ export function createSetupRepo(db: Executor) {
         .where('account_id', '=', accountId);
       const { after } = page;
       if (after) {
-        const at = new Date(after.createdAt);
-        query = query.where((eb) =>
-          eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(page.limit).execute();
     },

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
@@ -108,12 +109,7 @@ export function createIntakeRepo(db: Executor) {
         );
       }
       if (before) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('created_at', '<', new Date(before.createdAt)),
-            eb.and([eb('created_at', '=', new Date(before.createdAt)), eb('id', '<', before.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'before', before.createdAt, before.id));
       }
       return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
     },

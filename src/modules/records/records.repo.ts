@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { pastCursor } from '../../db/keyset.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import type { Executor } from '../../db/types.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
@@ -968,13 +969,7 @@ export function createRecordsReadRepo(db: Executor) {
       }
       if (order === 'newest') {
         if (after) {
-          const at = new Date(after.at);
-          query = query.where((eb) =>
-            eb.or([
-              eb('records.created_at', '<', at),
-              eb.and([eb('records.created_at', '=', at), eb('records.id', '<', after.id)]),
-            ]),
-          );
+          query = query.where(pastCursor('records.created_at', 'records.id', 'before', after.at, after.id));
         }
         return query
           .orderBy('records.created_at', 'desc')
@@ -983,13 +978,7 @@ export function createRecordsReadRepo(db: Executor) {
           .execute();
       }
       if (after) {
-        const at = new Date(after.at);
-        query = query.where((eb) =>
-          eb.or([
-            eb('records.updated_at', '>', at),
-            eb.and([eb('records.updated_at', '=', at), eb('records.id', '>', after.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('records.updated_at', 'records.id', 'after', after.at, after.id));
       }
       return query.orderBy('records.updated_at').orderBy('records.id').limit(limit).execute();
     },

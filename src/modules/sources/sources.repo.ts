@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor, SourcesTable } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 
@@ -78,14 +79,8 @@ export function createSourcesRepo(db: Executor) {
     list(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
       let query = withTokenPrefix(tx, accountId);
       if (after) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('sources.created_at', '>', new Date(after.createdAt)),
-            eb.and([
-              eb('sources.created_at', '=', new Date(after.createdAt)),
-              eb('sources.id', '>', after.id),
-            ]),
-          ]),
+        query = query.where(
+          pastCursor('sources.created_at', 'sources.id', 'after', after.createdAt, after.id),
         );
       }
       return query.orderBy('sources.created_at').orderBy('sources.id').limit(limit).execute();

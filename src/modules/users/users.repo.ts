@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { pastCursor } from '../../db/keyset.ts';
 import type { Executor, Role } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 
@@ -22,12 +23,7 @@ export function createUsersRepo(db: Executor) {
     list(accountId: string, limit: number, after: CursorPosition | null, tx: Executor = db) {
       let query = tx.selectFrom('users').select(COLUMNS).where('account_id', '=', accountId);
       if (after) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('created_at', '>', new Date(after.createdAt)),
-            eb.and([eb('created_at', '=', new Date(after.createdAt)), eb('id', '>', after.id)]),
-          ]),
-        );
+        query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(limit).execute();
     },
