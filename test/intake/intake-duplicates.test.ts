@@ -162,23 +162,24 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       expect(same.json()).toMatchObject({ id, created: false });
       expect(await updates()).toEqual([]);
 
-      const source = await t.request({
+      const sync = await t.request({
         method: 'POST',
-        url: '/api/v1/settings/sources',
+        url: '/api/v1/settings/api-keys',
         key: account.apiKey,
-        body: { name: 'Website' },
+        body: { name: 'Shop sync' },
       });
-      const viaForm = await t.request({
+      const viaSync = await t.request({
         method: 'POST',
-        url: `/api/v1/in/${source.json().token}`,
+        url: '/api/v1/records',
+        key: sync.json().key,
         body: { entity: 'lead', fields: { email: 'same@b.co', first_name: 'Ann', last_name: 'Lee' } },
       });
-      expect(viaForm.json()).toMatchObject({ id, created: false, updated: true });
+      expect(viaSync.json()).toMatchObject({ id, created: false, updated: true });
       const [updated, ...more] = await updates();
       expect(more).toEqual([]);
       expect(updated).toMatchObject({
         data: { fields: ['last_name'] },
-        actor: { type: 'source', name: 'Website' },
+        actor: { type: 'api_key', name: 'Shop sync' },
       });
     });
 
@@ -275,6 +276,94 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       );
       expect(answers.filter((a) => a.statusCode === 201)).toHaveLength(1);
       expect(await countByEmail(account, 'race@b.co')).toBe(1);
+    });
+  });
+
+  describe('security: a source token only creates records', () => {
+    const sourceToken = async (account: TestAccount) =>
+      (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: account.apiKey,
+          body: { name: 'Website' },
+        })
+      ).json().token as string;
+    const viaToken = (token: string, body: unknown) =>
+      t.request({ method: 'POST', url: `/api/v1/in/${token}`, body });
+
+    it('under an update rule, a stored email makes a new record linked to the stored one, which stays as it was', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
+      const stored = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'kept@b.co', first_name: 'Ann' },
+      });
+      const token = await sourceToken(account);
+      const posted = await viaToken(token, {
+        entity: 'lead',
+        fields: { email: 'KEPT@b.co', first_name: 'Mallory', phone: '+49 30 999999' },
+        note: 'from the form',
+      });
+      expect(posted.statusCode).toBe(201);
+      expect(posted.json()).toMatchObject({ created: true, updated: false });
+      expect(posted.json().id).not.toBe(stored.json().id);
+      expect(posted.json().warnings).toEqual([
+        expect.objectContaining({ key: 'record', reason: 'duplicate' }),
+      ]);
+      expect(posted.json().warnings[0].message).toContain(stored.json().id);
+      const before = (await readRecord(account, stored.json().id)).json();
+      expect(before.fields).toEqual({ email: 'kept@b.co', first_name: 'Ann' });
+      const history = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${stored.json().id}/history`,
+        key: account.apiKey,
+      });
+      expect(history.json().events.map((event: { type: string }) => event.type)).toEqual(['lead_created']);
+      const linked = await t.db
+        .selectFrom('records')
+        .select(['duplicate_of'])
+        .where('account_id', '=', account.id)
+        .where('id', '=', posted.json().id)
+        .executeTakeFirstOrThrow();
+      expect(linked.duplicate_of).toBe(stored.json().id);
+      // The API key's handovers still update the first record, not the linked one.
+      const update = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'kept@b.co', last_name: 'Lee' },
+      });
+      expect(update.json()).toMatchObject({ id: stored.json().id, created: false, updated: true });
+      expect(await countByEmail(account, 'kept@b.co')).toBe(2);
+    });
+
+    it('a stored record’s external id is 409 conflict, and the record stays as it was', async () => {
+      const account = await accountWithLeads(t);
+      const stored = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'ext@b.co', first_name: 'Ann' },
+        meta: { external_id: 'crm-7' },
+      });
+      const token = await sourceToken(account);
+      const posted = await viaToken(token, {
+        entity: 'lead',
+        fields: { email: 'evil@b.co', first_name: 'Mallory' },
+        note: 'overwritten?',
+        meta: { external_id: 'crm-7' },
+      });
+      expect(posted.statusCode).toBe(409);
+      expect(posted.json()).toMatchObject({ error: 'conflict', reason: 'external_id' });
+      expect(posted.body).not.toContain(stored.json().id);
+      expect((await readRecord(account, stored.json().id)).json().fields).toEqual({
+        email: 'ext@b.co',
+        first_name: 'Ann',
+      });
+      expect(await countByEmail(account, 'evil@b.co')).toBe(0);
+      // A new external id creates, as for any sender.
+      const fresh = await viaToken(token, {
+        entity: 'lead',
+        fields: { email: 'new@b.co' },
+        meta: { external_id: 'crm-8' },
+      });
+      expect(fresh.statusCode).toBe(201);
     });
   });
 

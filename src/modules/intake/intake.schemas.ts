@@ -169,6 +169,7 @@ export const SourceTokenBody = {
 /** What the source-token door adds for website forms (decisions §13). */
 export const SOURCE_TOKEN_INTAKE = [
   'Same handler, body, rules and JSON answers as POST /api/v1/records; the source token is the credential.',
+  'The token only creates records: under an update duplicate rule a post with a stored record’s values becomes a new record linked to it (warning duplicate), and a meta.external_id naming a stored record answers 409 conflict (reason external_id).',
   'Website forms (decisions §13): JSON, url-encoded and multipart bodies. A request whose Accept prefers text/html (a browser’s plain form post) is answered with a 303 to the source’s success_url (?id=) or error_url (?error=), or with a small page in English or German (Accept-Language).',
   'A post whose Origin (else Referer) is not among the source’s allowed_origins is refused with 403 origin_not_allowed. One client address may post rate_limit_per_minute times a minute to a source (429 with Retry-After). A filled trap field (honeypot_field) is answered like a success and stores nothing.',
 ].join('\n\n');

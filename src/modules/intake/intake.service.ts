@@ -154,6 +154,17 @@ function historyActor(ctx: IntakeContext): string {
   );
 }
 
+/**
+ * A source token's handover whose `meta.external_id` names a stored record: the token only
+ * creates records (interface: Source token), and the external id is that record's.
+ */
+function sourceTokenCannotUpdate(): AppError {
+  return new AppError('conflict', {
+    message: 'meta.external_id names a stored record; a source token only creates records',
+    extra: { reason: 'external_id' },
+  });
+}
+
 /** Values of the incoming handover that overwrite a stored record: the non-empty ones. */
 function merge(
   stored: Record<string, unknown>,
@@ -682,6 +693,7 @@ export function createIntakeService({
       // The sender's own id declares the same lead and overrides every other rule (decisions §4).
       await records.lock(tx, ctx.accountId, `external:${entity.id}:${handover.externalId}`);
       const existing = await records.findByExternalId(ctx.accountId, entity.id, handover.externalId, tx);
+      if (existing && ctx.sourceId !== null) throw sourceTokenCannotUpdate();
       if (existing)
         return outcome(await updateRecord(ctx, tx, handover, prepared, existing, 'external_id'), false, true);
       const key = dedupeKeyOf(entity, prepared.values);
@@ -695,6 +707,16 @@ export function createIntakeService({
       await records.lock(tx, ctx.accountId, dedupeLockOf(entity.id, dedupeKey));
       const existing = await records.findByDedupeKey(ctx.accountId, entity.id, dedupeKey, tx);
       if (existing) {
+        if (rule.action === 'update' && ctx.sourceId !== null) {
+          // A source token only creates records (interface: Source token): the handover becomes
+          // a new record linked to the stored one, as the `create` rule makes it, and says so.
+          warnings.push({
+            key: 'record',
+            reason: 'duplicate',
+            message: `same ${rule.match.join(', ')} as ${existing.id}; a source token only creates records, so this is a new record linked to it`,
+          });
+          return outcome(await createRecord(ctx, tx, handover, prepared, existing.id, true), true, false);
+        }
         if (rule.action === 'update') {
           return outcome(
             await updateRecord(ctx, tx, handover, prepared, existing, 'duplicate_rule'),
