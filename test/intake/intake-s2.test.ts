@@ -170,6 +170,32 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       );
     });
 
+    it('keeps one value of a field two names give, the field key’s else the first, and sets the other aside with a warning', async () => {
+      const response = await intake({
+        entity: 'lead',
+        fields: { 'E-Mail Address': 'label@b.co', email: 'key@b.co', company: 'Alpha', Company: 'Beta' },
+        'First name': 'Top',
+        first_name: 'Field',
+      });
+      expect(response.statusCode).toBe(201);
+      expect(response.json().warnings).toEqual([
+        expect.objectContaining({ key: 'E-Mail Address', reason: 'unmapped' }),
+        expect.objectContaining({ key: 'Company', reason: 'unmapped' }),
+        expect.objectContaining({ key: 'First name', reason: 'unmapped' }),
+      ]);
+      expect(response.json().warnings[1].message).toContain('company');
+      expect((await stored(response.json().id)).fields).toMatchObject({
+        email: 'key@b.co',
+        company: 'Alpha',
+        first_name: 'Field',
+      });
+      // One name in `fields` and at the top level: the one in `fields` is kept.
+      const both = await intake({ entity: 'lead', fields: { email: 'inner@b.co' }, email: 'top@b.co' });
+      expect(both.json().warnings).toEqual([expect.objectContaining({ key: 'email', reason: 'unmapped' })]);
+      expect(both.json().warnings[0].message).toContain('twice');
+      expect((await stored(both.json().id)).email_lc).toBe('inner@b.co');
+    });
+
     it('ignores module nodes of modules the account lacks, with a module_not_enabled warning each', async () => {
       const response = await intake({
         entity: 'lead',
@@ -411,6 +437,13 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect((await intake({ entity: 'lead', fields: { email: 'strict@b.co' } }, strict)).statusCode).toBe(
         201,
       );
+      // Two names of one field are refused too: one value would be set aside.
+      const twice = await intake(
+        { entity: 'lead', fields: { email: 'strict-twice@b.co', Company: 'A', company: 'B' } },
+        strict,
+      );
+      expect(twice.statusCode).toBe(422);
+      expect(twice.json().details).toEqual([expect.objectContaining({ key: 'Company', reason: 'unmapped' })]);
       // Unknown keys in `meta` are refused too; known ones are taken.
       const metaRefused = await intake(
         { entity: 'lead', fields: { email: 'strict-meta@b.co' }, meta: { bogus: 1, utm_source: 'x' } },

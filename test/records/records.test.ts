@@ -109,6 +109,19 @@ describe.each(TEST_DATABASES)('records, record tokens and S1 leads on %s', (kind
       expect(events.filter((e) => e.type === 'lead_updated')).toHaveLength(1);
     });
 
+    it('patches one value of a field two names give (the key’s), and warns of the other', async () => {
+      const id = await create({ email: 'twice@b.co', company: 'Old' });
+      const response = await call('PATCH', `/api/v1/records/${id}`, {
+        fields: { Company: 'Label', company: 'Key' },
+      });
+      expect(response.json()).toMatchObject({
+        updated: true,
+        fields: ['company'],
+        warnings: [expect.objectContaining({ key: 'Company', reason: 'unmapped' })],
+      });
+      expect((await call('GET', `/api/v1/records/${id}`)).json().fields.company).toBe('Key');
+    });
+
     it('reads and updates a lead on S1 with its latest events', async () => {
       const id = await create({ email: 's1@b.co' });
       const patched = await call('PATCH', `/api/leads/${id}`, {

@@ -26,6 +26,7 @@ import {
   type FieldValue,
   missingRequired,
   readValues,
+  setAsideDetail,
 } from '../records/field-values.ts';
 import { recordEventData } from '../records/record-webhooks.ts';
 import type { NewRecordRow, RecordsRepo } from '../records/records.repo.ts';
@@ -342,7 +343,7 @@ export function createIntakeService({
     if (!entity || entity.archived) {
       throw new AppError('unknown_entity', { message: `No entity ${handover.entity}` });
     }
-    const { values, problems, unmapped } = readValues(entity, handover.submitted);
+    const { values, problems, unmapped, setAside } = readValues(entity, handover.submitted);
     const warnings: Warning[] = [];
     // An unknown key is a warning, or with a strict key a refusal (interface rule 7), names in
     // `meta` (`meta.<name>`) as much as field names; other warnings stay warnings.
@@ -355,6 +356,11 @@ export function createIntakeService({
       else warnings.push(warning);
     }
     for (const name of unmapped) unknownKey(name, `${name} matches no field of ${entity.key}`);
+    for (const name of setAside) {
+      const detail = setAsideDetail(name);
+      if (ctx.strict) problems.push(detail);
+      else warnings.push(detail);
+    }
     let placement: Prepared['placement'] = null;
     if (handover.crm) {
       const resolved = resolveStage(entity, handover.crm, handover.crm.keyPrefix);

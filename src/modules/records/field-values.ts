@@ -287,6 +287,62 @@ export interface ReadValuesResult {
   problems: ValidationDetail[];
   /** Submitted names that match no field. */
   unmapped: string[];
+  /** Submitted names set aside because another name of the submission gives their field. */
+  setAside: SetAsideName[];
+}
+
+/** A submitted name whose field another name of the same submission gives (`kept`). */
+export interface SetAsideName {
+  name: string;
+  field: string;
+  kept: string;
+}
+
+/**
+ * Names of one submission that mean a field another of its names means too (`email` and
+ * `E-Mail`, or `email` in `fields` and at the top level): the field's own key wins, else the
+ * first name given; the others are set aside, by their index in `submitted`, to be reported
+ * (never silently dropped). Null when no field is named twice, the usual case.
+ */
+export function namesSetAside(
+  submitted: [string, unknown][],
+  fields: (FieldDef | undefined)[],
+): Map<number, SetAsideName> | null {
+  const seen = new Set<string>();
+  let repeated = false;
+  for (const field of fields) {
+    if (!field) continue;
+    if (seen.has(field.key)) repeated = true;
+    seen.add(field.key);
+  }
+  if (!repeated) return null;
+  const keptAt = new Map<string, number>();
+  fields.forEach((field, index) => {
+    if (!field) return;
+    const kept = keptAt.get(field.key);
+    const byKey = (at: number) => submitted[at]![0] === field.key;
+    if (kept === undefined || (byKey(index) && !byKey(kept))) keptAt.set(field.key, index);
+  });
+  const setAside = new Map<number, SetAsideName>();
+  fields.forEach((field, index) => {
+    const kept = field ? keptAt.get(field.key) : undefined;
+    if (field && kept !== undefined && kept !== index) {
+      setAside.set(index, { name: submitted[index]![0], field: field.key, kept: submitted[kept]![0] });
+    }
+  });
+  return setAside;
+}
+
+/** The warning (or, with a strict key, the refusal) of a name set aside: `unmapped`, as decisions §5 names it. */
+export function setAsideDetail({ name, field, kept }: SetAsideName): ValidationDetail {
+  return {
+    key: name,
+    reason: 'unmapped',
+    message:
+      name === kept
+        ? `${name} is given twice in the same call; the first value is kept, this one is set aside`
+        : `${name} names the field ${field}, which ${kept} gives in the same call; its value is set aside`,
+  };
 }
 
 /**
@@ -298,18 +354,21 @@ export function readValues(entity: EntityDef, submitted: [string, unknown][]): R
   const values: Record<string, FieldValue> = Object.create(null);
   const problems: ValidationDetail[] = [];
   const unmapped: string[] = [];
-  for (const [name, raw] of submitted) {
-    const field = match(name);
+  const fields = submitted.map(([name]) => match(name));
+  const setAside = namesSetAside(submitted, fields);
+  submitted.forEach(([name, raw], index) => {
+    const field = fields[index];
     if (!field) {
       unmapped.push(name);
-      continue;
+      return;
     }
+    if (setAside?.has(index)) return;
     const coerced = readValue(field, raw);
-    if (coerced === null) continue;
+    if (coerced === null) return;
     if (coerced.ok) values[field.key] = coerced.value;
     else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
-  }
-  return { values, problems, unmapped };
+  });
+  return { values, problems, unmapped, setAside: setAside ? [...setAside.values()] : [] };
 }
 
 /** Required fields missing from the record's values (after a merge, for updates). */

@@ -17,7 +17,9 @@ import {
   displayName,
   emailOf,
   missingRequired,
+  namesSetAside,
   readValue,
+  setAsideDetail,
 } from './field-values.ts';
 import { recordEventData } from './record-webhooks.ts';
 import type { RecordsListFilter, RecordsReadRepo, RecordsRepo } from './records.repo.ts';
@@ -277,12 +279,20 @@ export function createRecordsService({
         const next: Record<string, unknown> = { ...stored };
         const warnings: Warning[] = [];
         const problems: ValidationDetail[] = [];
-        for (const [name, raw] of submitted) {
-          const field = match(name);
+        const fields = submitted.map(([name]) => match(name));
+        const setAside = namesSetAside(submitted, fields);
+        for (const [index, [name, raw]] of submitted.entries()) {
+          const field = fields[index];
           if (!field) {
             if (ctx.strict)
               problems.push({ key: name, reason: 'unmapped', message: `${name} matches no field` });
             else warnings.push({ key: name, reason: 'unmapped' });
+            continue;
+          }
+          const aside = setAside?.get(index);
+          if (aside) {
+            if (ctx.strict) problems.push(setAsideDetail(aside));
+            else warnings.push(setAsideDetail(aside));
             continue;
           }
           if (scope && !scope.includes(field.key)) {
