@@ -203,7 +203,12 @@ export function createOutboundRepo(db: Executor) {
               WHEN NOT d.enabled THEN d.disabled_reason
               WHEN ${attempt.gone} THEN 'gone'
               WHEN NOT ${attempt.ok} AND d.failing_since <= now() - ${attempt.disableAfterMs}::bigint * interval '1 millisecond' THEN 'failing'
-              ELSE NULL END
+              ELSE NULL END,
+            -- Being switched off is a change of the webhook as much as a PATCH's.
+            updated_at = CASE
+              WHEN d.enabled AND (${attempt.gone} OR (NOT ${attempt.ok}
+                AND d.failing_since <= now() - ${attempt.disableAfterMs}::bigint * interval '1 millisecond')) THEN now()
+              ELSE d.updated_at END
           FROM msg
           WHERE d.account_id = msg.account_id AND d.id = ${attempt.destinationId}::uuid
             AND (NOT ${attempt.ok} OR d.failing_since IS NOT NULL)

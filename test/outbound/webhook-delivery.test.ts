@@ -441,7 +441,10 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
       hook.answerAlways({ status: 410 });
       await intake(account, 'gone@events.test');
       await waitFor(async () => (await webhookOf(account, webhook.id)).enabled === false, 5_000, 'disabling');
-      expect(await webhookOf(account, webhook.id)).toMatchObject({ enabled: false, disabled_reason: 'gone' });
+      const disabled = await webhookOf(account, webhook.id);
+      expect(disabled).toMatchObject({ enabled: false, disabled_reason: 'gone' });
+      // Being switched off changed the webhook: its updated_at says when.
+      expect(disabled.updated_at > webhook.updated_at).toBe(true);
       await intake(account, 'after-gone@events.test');
       await new Promise((resolve) => setTimeout(resolve, 400));
       expect(hook.received).toHaveLength(1);
