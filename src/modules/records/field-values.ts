@@ -308,12 +308,17 @@ export function namesSetAside(
   submitted: [string, unknown][],
   fields: (FieldDef | undefined)[],
 ): Map<number, SetAsideName> | null {
-  const seen = new Set<string>();
+  // Without allocating: a submission names a few fields, and this runs for every handover.
   let repeated = false;
-  for (const field of fields) {
+  for (let i = 1; i < fields.length && !repeated; i++) {
+    const field = fields[i];
     if (!field) continue;
-    if (seen.has(field.key)) repeated = true;
-    seen.add(field.key);
+    for (let j = 0; j < i; j++) {
+      if (fields[j] === field) {
+        repeated = true;
+        break;
+      }
+    }
   }
   if (!repeated) return null;
   const keptAt = new Map<string, number>();
@@ -356,18 +361,19 @@ export function readValues(entity: EntityDef, submitted: [string, unknown][]): R
   const unmapped: string[] = [];
   const fields = submitted.map(([name]) => match(name));
   const setAside = namesSetAside(submitted, fields);
-  submitted.forEach(([name, raw], index) => {
+  for (let index = 0; index < submitted.length; index++) {
+    const [name, raw] = submitted[index]!;
     const field = fields[index];
     if (!field) {
       unmapped.push(name);
-      return;
+      continue;
     }
-    if (setAside?.has(index)) return;
+    if (setAside?.has(index)) continue;
     const coerced = readValue(field, raw);
-    if (coerced === null) return;
+    if (coerced === null) continue;
     if (coerced.ok) values[field.key] = coerced.value;
     else problems.push({ key: field.key, reason: coerced.reason, message: coerced.message });
-  });
+  }
   return { values, problems, unmapped, setAside: setAside ? [...setAside.values()] : [] };
 }
 
