@@ -80,6 +80,47 @@ describe.each(TEST_DATABASES)('settings: API keys on %s', (kind) => {
       expect((await call('DELETE', `/api/v1/settings/api-keys/${key.id}`)).statusCode).toBe(404);
     });
 
+    it('lets a key give only the permissions it holds, and by default exactly those', async () => {
+      const settingsOnly = (
+        await call('POST', '/api/v1/settings/api-keys', { name: 'Admin tool', permissions: ['settings'] })
+      ).json();
+      expect(settingsOnly.permissions).toEqual(['settings']);
+      const byIt = (body: unknown) => call('POST', '/api/v1/settings/api-keys', body, settingsOnly.key);
+      // Asking for more than it holds is refused, and no key is made.
+      const before = (await call('GET', '/api/v1/settings/api-keys?limit=500')).json().api_keys.length;
+      const broader = await byIt({ name: 'Broader', permissions: ['settings', 'records:read'] });
+      expect(broader.statusCode).toBe(403);
+      expect(broader.json()).toEqual({ error: 'forbidden' });
+      const writer = await byIt({ name: 'Writer', permissions: ['records:write'] });
+      expect(writer.statusCode).toBe(403);
+      expect((await call('GET', '/api/v1/settings/api-keys?limit=500')).json().api_keys).toHaveLength(before);
+      // Without `permissions` the new key gets the maker's, not all of them: it cannot read records.
+      const defaulted = await byIt({ name: 'Defaulted' });
+      expect(defaulted.statusCode).toBe(201);
+      expect(defaulted.json().permissions).toEqual(['settings']);
+      const reading = await call('GET', '/api/v1/records', undefined, defaulted.json().key);
+      expect(reading.statusCode).toBe(403);
+      expect(reading.json()).toEqual({ error: 'forbidden' });
+      // A subset of the maker's permissions is given as asked.
+      const both = (
+        await call('POST', '/api/v1/settings/api-keys', {
+          name: 'Both',
+          permissions: ['settings', 'records:read'],
+        })
+      ).json();
+      const subset = await call(
+        'POST',
+        '/api/v1/settings/api-keys',
+        { name: 'Reader', permissions: ['records:read'] },
+        both.key,
+      );
+      expect(subset.statusCode).toBe(201);
+      expect(subset.json().permissions).toEqual(['records:read']);
+      expect((await call('GET', '/api/v1/records', undefined, subset.json().key)).statusCode).toBe(200);
+      const all = await call('POST', '/api/v1/settings/api-keys', { name: 'Same' }, both.key);
+      expect(all.json().permissions).toEqual(['records:read', 'settings']);
+    });
+
     it("answers 404 for another account's key, and never revokes it", async () => {
       const other = await t.createAccount();
       const theirs = (

@@ -29,7 +29,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeysService 
       const maker: KeyMaker =
         caller.kind === 'session'
           ? { kind: 'session', role: caller.user.role }
-          : { kind: 'api_key', managesUsers: caller.managesUsers };
+          : { kind: 'api_key', managesUsers: caller.managesUsers, permissions: caller.permissions };
       return reply.code(201).send(await apiKeys.create(caller.account.id, request.body, maker));
     },
   );

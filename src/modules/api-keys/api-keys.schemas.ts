@@ -37,7 +37,13 @@ export const CreateApiKeyBody = Type.Object(
   {
     name: ApiKeyName,
     strict: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Type.Array(Permission, { maxItems: 20 })),
+    permissions: Type.Optional(
+      Type.Array(Permission, {
+        maxItems: 20,
+        description:
+          'Without it, every permission the maker may give; a key may give only the permissions it holds (403 forbidden for more)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

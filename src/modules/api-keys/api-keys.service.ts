@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor, Role } from '../../db/types.ts';
-import { PERMISSIONS } from '../../http/auth.ts';
+import { PERMISSIONS, type Permission } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { displayPrefix, generateApiKey, hashSecret } from '../../lib/credentials.ts';
@@ -38,16 +38,27 @@ export interface CreateKeyInput {
 /**
  * Who makes a key, for what it may do beyond its permissions: users and roles are the owner's
  * (decisions §14), so a key made by a signed-in admin, or by a key that may not manage users,
- * may not either; the operator's, an owner's and such a key's keys may.
+ * may not either; the operator's, an owner's and such a key's keys may. A key makes keys with
+ * at most its own permissions (`grantable`).
  */
 export type KeyMaker =
   | { kind: 'operator' }
   | { kind: 'session'; role: Role }
-  | { kind: 'api_key'; managesUsers: boolean };
+  | { kind: 'api_key'; managesUsers: boolean; permissions: string[] };
 
 function managesUsersOf(maker: KeyMaker): boolean {
   if (maker.kind === 'operator') return true;
   return maker.kind === 'session' ? maker.role === 'owner' : maker.managesUsers;
+}
+
+/**
+ * The permissions a maker may give: a key only those it holds itself, so that a key with
+ * `settings` alone cannot make a key that reads and writes records; the operator and signed-in
+ * people (whose role the route checked) every one.
+ */
+function grantable(maker: KeyMaker): Permission[] {
+  if (maker.kind !== 'api_key') return [...PERMISSIONS];
+  return PERMISSIONS.filter((p) => maker.permissions.includes(p));
 }
 
 export function createApiKeysService({
@@ -59,9 +70,13 @@ export function createApiKeysService({
   onKeyChanged?: (accountId: string, keyId: string) => void;
 }) {
   return {
-    /** Creates a key; the only time its value is returned. A new key gets every permission unless told otherwise. */
+    /**
+     * Creates a key; the only time its value is returned. A new key gets every permission its
+     * maker may give unless told otherwise; asking for one the maker may not give is 403.
+     */
     async create(accountId: string, input: CreateKeyInput, maker: KeyMaker, tx?: Executor) {
-      const permissions = input.permissions ?? [...PERMISSIONS];
+      const mayGive: readonly string[] = grantable(maker);
+      const permissions = input.permissions ?? [...mayGive];
       const unknown = permissions.filter((p) => !(PERMISSIONS as readonly string[]).includes(p));
       if (unknown.length > 0) {
         throw new AppError('validation_failed', {
@@ -70,6 +85,12 @@ export function createApiKeysService({
             reason: 'not_allowed',
             message: `unknown permission ${p}`,
           })),
+        });
+      }
+      const beyond = permissions.filter((p) => !mayGive.includes(p));
+      if (beyond.length > 0) {
+        throw new AppError('forbidden', {
+          message: `a key cannot give permissions it does not hold: ${[...new Set(beyond)].join(', ')}`,
         });
       }
       const key = generateApiKey();
