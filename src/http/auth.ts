@@ -220,6 +220,9 @@ export function bearerValue(request: FastifyRequest): string | undefined {
   return value ? value : undefined;
 }
 
+/** How an unknown address of the API reads a key: only to meter it (see the auth plugin). */
+const UNKNOWN_ADDRESS_AUTH: RouteAuth = { accept: ['api_key'] };
+
 export interface AuthPluginOptions {
   auth: AuthService;
   /** SHA-256 of the operator token; the token itself is not kept. */
@@ -239,7 +242,16 @@ export const authPlugin = fp<AuthPluginOptions>(
     // learns nothing about the body it sent, and costs no parsing.
     app.addHook('onRequest', async (request) => {
       const routeAuth = request.routeOptions.config.auth;
-      if (!routeAuth || routeAuth.optional) return;
+      if (!routeAuth) {
+        // An unknown address of the API called with a key counts against its account and
+        // carries the RateLimit headers, as every answer of the API does (decisions §9); it is
+        // 404 whatever the key, so a key that fails says nothing either.
+        if (request.is404 && request.url.startsWith('/api/') && request.headers.authorization) {
+          request.credential = await authenticate(request, UNKNOWN_ADDRESS_AUTH, options).catch(() => null);
+        }
+        return;
+      }
+      if (routeAuth.optional) return;
       request.credential = await authenticate(request, routeAuth, options);
     });
   },

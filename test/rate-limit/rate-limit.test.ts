@@ -195,6 +195,33 @@ describe.each(TEST_DATABASES)('the per-account rate limit on %s', (kind) => {
       }
     });
 
+    it('counts an unknown address of the API called with a key, and says so; a wrong key still gets 404', async () => {
+      const account = await t.createAccount();
+      const answers = [
+        await t.request({ method: 'GET', url: '/api/v1/nope', key: account.apiKey }),
+        await t.request({ method: 'DELETE', url: '/api/v1/entities', key: account.apiKey }),
+        await t.request({ method: 'GET', url: '/api/nope', key: account.apiKey }),
+      ];
+      expect(answers.map((answer) => answer.statusCode)).toEqual([404, 404, 404]);
+      expect(answers.map((answer) => answer.headers['ratelimit-remaining'])).toEqual([
+        '1199',
+        '1198',
+        '1197',
+      ]);
+      const wrongKey = await t.request({ method: 'GET', url: '/api/v1/nope', key: 'lk_unknown' });
+      expect(wrongKey.statusCode).toBe(404);
+      expect(wrongKey.json()).toEqual({ error: 'unknown_endpoint' });
+      expect(wrongKey.headers['ratelimit-remaining']).toBeUndefined();
+      await exhaust(account, 1);
+      // Straight to the app: the contract checker knows no answer of an address that is not there.
+      const over = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/nope',
+        headers: { authorization: `Bearer ${account.apiKey}` },
+      });
+      expect(over.statusCode).toBe(429);
+    });
+
     it('documents a 4xx answer on every route below /api, so a 429 from any of them meets the contract', () => {
       const document = t.app.swagger() as unknown as {
         paths: Record<string, Record<string, { responses: object }>>;
