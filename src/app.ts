@@ -77,13 +77,30 @@ function trustProxyOption(
   return (_address, hop) => hop < trust;
 }
 
-/** Path segments that carry a secret, replaced in logged URLs. */
+/**
+ * Query names that carry a secret: the signed address's `sig`, and the names clients commonly
+ * (mis)use to send a key, token or password in the URL (docs/decisions.md, HTTP conventions).
+ */
+const SECRET_QUERY_NAMES = [
+  'sig',
+  'token',
+  'access_token',
+  'key',
+  'api_key',
+  'api-key',
+  'apikey',
+  'password',
+  'secret',
+];
+const SECRET_QUERY_VALUE = new RegExp(`([?&](?:${SECRET_QUERY_NAMES.join('|')})=)[^&#]*`, 'gi');
+
+/** Path segments and query values that carry a secret, replaced in logged URLs. */
 export function redactUrl(url: string): string {
   return url
     .replace(/\/in\/[^/?#]+/, '/in/[redacted]')
     .replace(/\/book\/bk_[^/?#]+/, '/book/[redacted]')
     .replace(/\/sign-in\/[^/?#]+/, '/sign-in/[redacted]')
-    .replace(/([?&](?:sig|token|key|api_key)=)[^&#]*/gi, '$1[redacted]');
+    .replace(SECRET_QUERY_VALUE, '$1[redacted]');
 }
 
 export function loggerOptions(level: string): NonNullable<FastifyServerOptions['logger']> {

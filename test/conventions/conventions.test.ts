@@ -272,5 +272,32 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
       expect(source).toHaveLength(1);
       expect(source[0].req.url).toBe('/api/v1/in/[redacted]?sig=[redacted]');
     });
+
+    it('redacts a key, token or password sent in the query string, and keeps other values', async () => {
+      const { app, lines } = await appLoggingAtInfo();
+      const secrets = {
+        access_token: account.apiKey,
+        APIKEY: 'apikey-secret-1',
+        'api-key': 'api-key-secret-2',
+        password: 'password-secret-3',
+        secret: 'secret-secret-4',
+        api_key: 'api-key-secret-5',
+      };
+      const query = new URLSearchParams({ limit: '5', ...secrets }).toString();
+      await app.inject({
+        method: 'GET',
+        url: `/api/v1/entities?${query}`,
+        headers: { 'x-request-id': 'log-check-3' },
+      });
+      await app.close();
+      const text = lines.join('');
+      for (const value of Object.values(secrets)) expect(text).not.toContain(value);
+      const entry = lines.map((line) => JSON.parse(line)).find((line) => line.reqId === 'log-check-3');
+      expect(entry.req.url).toBe(
+        `/api/v1/entities?limit=5${Object.keys(secrets)
+          .map((name) => `&${name}=[redacted]`)
+          .join('')}`,
+      );
+    });
   });
 });
