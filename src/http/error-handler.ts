@@ -168,6 +168,19 @@ export function validationError(errors: AjvError[]): AppError {
   return new AppError('validation_failed', { details: detailsFromValidation(errors) });
 }
 
+/** Refusals of a body, which an address that no route serves answers as 404 instead. */
+const BODY_REFUSALS: ReadonlySet<ErrorCode> = new Set([
+  'invalid_body',
+  'unsupported_media_type',
+  'payload_too_large',
+]);
+
+/** The answer of an address no route serves: S1's `not_found`, else `unknown_endpoint`. */
+function notFoundAt(url: string): AppError {
+  const code: ErrorCode = isS1Path(url) ? 'not_found' : 'unknown_endpoint';
+  return new AppError(code, { message: 'No route at that address' });
+}
+
 /** Maps whatever was thrown to the one AppError the client will see. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
@@ -242,6 +255,9 @@ export interface ErrorHandlingOptions {
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = {}): void {
   app.setErrorHandler(async (error, request, reply) => {
     let appError = toAppError(error);
+    // An address no route serves is 404 (interface: unknown_endpoint), whatever its body was:
+    // Fastify reads the body of such a request too, and a body it cannot read says nothing.
+    if (request.is404 && BODY_REFUSALS.has(appError.code)) appError = notFoundAt(request.url);
     const credential = request.credential;
     if (
       credential?.kind === 'api_key' &&
@@ -264,7 +280,6 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
   });
   app.setNotFoundHandler((request, reply) => {
     if (options.consolePage?.answersPage(request)) return options.consolePage.sendPage(reply);
-    const code: ErrorCode = isS1Path(request.url) ? 'not_found' : 'unknown_endpoint';
-    return sendError(request, reply, new AppError(code, { message: 'No route at that address' }));
+    return sendError(request, reply, notFoundAt(request.url));
   });
 }

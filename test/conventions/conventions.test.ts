@@ -85,6 +85,31 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
       const s1 = await t.request({ method: 'GET', url: '/api/nothing-here', key: account.apiKey });
       expect(s1.statusCode).toBe(404);
       expect(s1.json()).toMatchObject({ status: 'error', message: expect.any(String) });
+      // Whatever body it carries: an empty or broken JSON body, another media type, no route's method.
+      for (const [method, url, contentType, payload] of [
+        ['POST', '/api/v1/crm/nothing', 'application/json', ''],
+        ['POST', '/api/v1/crm/nothing', 'application/json', '{bad'],
+        ['DELETE', '/api/v1/crm/pipelines', 'application/json', ''],
+        ['POST', '/api/v1/crm/nothing', 'application/x-unknown', 'x'],
+      ] as const) {
+        const answer = await t.request({
+          method,
+          url,
+          key: account.apiKey,
+          headers: { 'content-type': contentType },
+          payload,
+        });
+        expect([url, answer.statusCode, answer.json()]).toEqual([url, 404, { error: 'unknown_endpoint' }]);
+      }
+      const s1Body = await t.request({
+        method: 'POST',
+        url: '/api/nothing-here',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      });
+      expect(s1Body.statusCode).toBe(404);
+      expect(s1Body.json()).toMatchObject({ status: 'error' });
     });
 
     it('answers a body that is not what it claims with 400 invalid_body, other types with 415', async () => {
