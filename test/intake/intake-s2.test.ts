@@ -487,5 +487,70 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(response.statusCode).toBe(403);
       expect(response.json()).toEqual({ error: 'forbidden' });
     });
+
+    it('needs the permission of each module node a key sends, on S2, bulk and S1', async () => {
+      const modular = await accountWithLeads(t, { modules: ['crm', 'booking', 'distribution'] });
+      const keyWith = async (permissions: string[]) =>
+        (
+          await t.request({
+            method: 'POST',
+            url: '/api/v1/settings/api-keys',
+            key: modular.apiKey,
+            body: { name: permissions.join(' '), permissions },
+          })
+        ).json().key as string;
+      const writer = await keyWith(['records:write']);
+      const count = async (email: string) =>
+        (await t.db.selectFrom('records').select('id').where('email_lc', '=', email).execute()).length;
+      for (const node of [{ crm: { stage: 'Won' } }, { distribution: {} }, { booking: { title: 'Call' } }]) {
+        const refused = await intake({ entity: 'lead', fields: { email: 'node@b.co' }, ...node }, writer);
+        expect([Object.keys(node)[0], refused.statusCode, refused.json()]).toEqual([
+          Object.keys(node)[0],
+          403,
+          { error: 'forbidden' },
+        ]);
+      }
+      expect(await count('node@b.co')).toBe(0);
+      // Bulk: the entry with a node is refused, the others are taken.
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: writer,
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'bulk-plain@b.co' } },
+            { entity: 'lead', fields: { email: 'bulk-node@b.co' }, crm: { stage: 'Won' } },
+          ],
+        },
+      });
+      expect(bulk.json()).toMatchObject({
+        accepted: 1,
+        rejected: 1,
+        results: [{ created: true }, { error: 'forbidden' }],
+      });
+      // S1: a status names a stage, which needs crm.
+      const s1 = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: writer,
+        body: { entity: 'lead', email: 's1-node@b.co', 'status:Sales': 'Won' },
+      });
+      expect(s1.statusCode).toBe(403);
+      expect(s1.json()).toMatchObject({ status: 'error' });
+      expect(await count('s1-node@b.co')).toBe(0);
+      // With the permission the node acts.
+      const crmWriter = await keyWith(['records:write', 'crm']);
+      const placed = await intake(
+        { entity: 'lead', fields: { email: 'placed@b.co' }, crm: { stage: 'Won' } },
+        crmWriter,
+      );
+      expect(placed.statusCode).toBe(201);
+      const read = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${placed.json().id}`,
+        key: modular.apiKey,
+      });
+      expect(read.json().crm).toMatchObject({ stage: 'Won' });
+    });
   });
 });

@@ -53,6 +53,7 @@ function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
   return {
     accountId: credential.account.id,
     modules: credential.account.modules,
+    permissions: credential.kind === 'api_key' ? credential.permissions : null,
     strict: credential.kind === 'api_key' && credential.strict,
     actor: credential.kind === 'session' ? actorOf(credential) : undefined,
     sourceId: credential.kind === 'source_token' ? credential.sourceId : null,

@@ -57,6 +57,11 @@ export interface Warning {
 export interface IntakeContext {
   accountId: string;
   modules: string[];
+  /**
+   * The API key's permissions; null for other credentials (a source token's handovers, a
+   * signed-in person's, whose role the route checked). A module node needs its module's.
+   */
+  permissions: readonly string[] | null;
   /** Strict mode of the API key: unknown fields refuse the handover. */
   strict: boolean;
   sourceId: string | null;
@@ -153,6 +158,30 @@ function historyActor(ctx: IntakeContext): string {
   return (
     ctx.actor ?? (ctx.keyName ? `api:${ctx.keyName}` : ctx.sourceName ? `source:${ctx.sourceName}` : 'api')
   );
+}
+
+/**
+ * A module node of a handover acts as its module's endpoints do (a stage placement, a booking,
+ * paid deliveries), so an API key needs that module's permission for it beside records:write
+ * (decisions §9: a key lacking a permission gets 403).
+ */
+function refuseNodesBeyondPermissions(ctx: IntakeContext, handover: Handover): void {
+  const permissions = ctx.permissions;
+  if (!permissions) return;
+  const lacking = (
+    [
+      ['crm', handover.crm !== null],
+      ['booking', handover.booking !== null],
+      ['distribution', handover.distribution !== null],
+    ] as const
+  )
+    .filter(([permission, given]) => given && !permissions.includes(permission))
+    .map(([permission]) => permission);
+  if (lacking.length > 0) {
+    throw new AppError('forbidden', {
+      message: `the key lacks the permission its ${lacking.join(', ')} node${lacking.length > 1 ? 's need' : ' needs'}: ${lacking.join(', ')}`,
+    });
+  }
 }
 
 /**
@@ -339,6 +368,7 @@ export function createIntakeService({
 
   /** Everything that can be checked before writing: entity, values, stage, users. */
   async function prepare(ctx: IntakeContext, handover: Handover): Promise<Prepared> {
+    refuseNodesBeyondPermissions(ctx, handover);
     const entity = await entities.find(ctx.accountId, handover.entity);
     if (!entity || entity.archived) {
       throw new AppError('unknown_entity', { message: `No entity ${handover.entity}` });
