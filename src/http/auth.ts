@@ -114,6 +114,11 @@ export interface RouteAuth {
    * that a key an admin made cannot do what the admin may not.
    */
   usersManagement?: boolean;
+  /**
+   * A second permission an API key needs beside `permission`: account webhooks carry record
+   * data, so subscribing one takes `records:read` too, or `settings` alone would read records.
+   */
+  alsoPermission?: Permission;
 }
 
 /**
@@ -279,6 +284,13 @@ export function authorize(request: FastifyRequest): void {
   }
   if (credential.kind === 'api_key' && routeAuth.permission) {
     if (!credential.permissions.includes(routeAuth.permission)) throw new AppError('forbidden');
+  }
+  if (
+    credential.kind === 'api_key' &&
+    routeAuth.alsoPermission &&
+    !credential.permissions.includes(routeAuth.alsoPermission)
+  ) {
+    throw new AppError('forbidden');
   }
   if (credential.kind === 'api_key' && routeAuth.usersManagement && !credential.managesUsers) {
     throw new AppError('forbidden');

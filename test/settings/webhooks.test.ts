@@ -131,6 +131,53 @@ describe.each(TEST_DATABASES)('settings: webhooks on %s', (kind) => {
       expect(forbidden.json()).toEqual({ error: 'forbidden' });
     });
 
+    it('needs records:read beside settings to subscribe or change a webhook: its events carry records', async () => {
+      const settingsOnly = (
+        await call('POST', '/api/v1/settings/api-keys', { name: 'Admin', permissions: ['settings'] })
+      ).json().key;
+      const refused = await call(
+        'POST',
+        '/api/v1/settings/webhooks',
+        { url: 'https://steal.example/x', events: ['*'] },
+        settingsOnly,
+      );
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json()).toEqual({ error: 'forbidden' });
+      const existing = (await create({ url: 'https://hooks.example.com/kept' })).json();
+      const moved = await call(
+        'PATCH',
+        `/api/v1/settings/webhooks/${existing.id}`,
+        { url: 'https://steal.example/x' },
+        settingsOnly,
+      );
+      expect(moved.statusCode).toBe(403);
+      expect((await call('GET', `/api/v1/settings/webhooks/${existing.id}`)).json().url).toBe(
+        'https://hooks.example.com/kept',
+      );
+      // Listing, reading and removing stay the settings permission's.
+      expect((await call('GET', '/api/v1/settings/webhooks', undefined, settingsOnly)).statusCode).toBe(200);
+      expect(
+        (await call('DELETE', `/api/v1/settings/webhooks/${existing.id}`, undefined, settingsOnly))
+          .statusCode,
+      ).toBe(204);
+      const both = (
+        await call('POST', '/api/v1/settings/api-keys', {
+          name: 'Integrator',
+          permissions: ['settings', 'records:read'],
+        })
+      ).json().key;
+      expect(
+        (
+          await call(
+            'POST',
+            '/api/v1/settings/webhooks',
+            { url: 'https://ok.example/x', events: ['*'] },
+            both,
+          )
+        ).statusCode,
+      ).toBe(201);
+    });
+
     it("treats another account's webhook as not found", async () => {
       const other = await t.createAccount();
       const theirs = (

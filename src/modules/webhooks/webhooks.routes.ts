@@ -14,6 +14,8 @@ import {
 import type { WebhooksService } from './webhooks.service.ts';
 
 const auth = { accept: ['api_key' as const], permission: 'settings' as const };
+/** Where the record data of events goes: a key needs `records:read` too (docs/decisions.md). */
+const subscribing = { ...auth, alsoPermission: 'records:read' as const };
 const tags = ['Settings: webhooks'];
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksService }> = async (
@@ -23,7 +25,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
   app.post(
     '/api/v1/settings/webhooks',
     {
-      config: { auth },
+      config: { auth: subscribing },
       schema: {
         tags,
         summary: 'Subscribe an endpoint to events (its signing secret is shown only in this answer)',
@@ -60,7 +62,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
   app.patch(
     '/api/v1/settings/webhooks/:id',
     {
-      config: { auth },
+      config: { auth: subscribing },
       schema: {
         tags,
         summary: 'Change a webhook, enable it again, or rotate its secret (the new one is shown once)',
