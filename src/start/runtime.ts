@@ -55,6 +55,9 @@ export async function openRuntime(
       ...createDocumentBackend({
         files: filesStoreFor(config, database.db),
         allowPrivate: config.fetchAllowPrivate,
+        // The sender sees `storage_error`; the operator must learn that the store fails.
+        onStorageError: (error) =>
+          jobs.logger.error({ err: error }, 'document storage failed: a fetched document was left out'),
       }),
       outbound: {
         allowPrivate: config.fetchAllowPrivate,

@@ -236,7 +236,7 @@ describe('documents kept in S3, when the bucket cannot be reached or is asked fo
     it('keeps the record and reports the document unavailable when the bucket refuses it', async () => {
       const url = `${files.base}/offer.pdf`;
       expect(await handOverWith('refused', { LEADS_S3_ACCESS_KEY_ID: 'NOT-A-KEY' }, url)).toEqual([
-        { key: url, reason: 'document_unavailable', message: 'network_error' },
+        { key: url, reason: 'document_unavailable', message: 'storage_error' },
       ]);
       expect(await s3.objectNames()).toEqual([]);
     }, 90_000);

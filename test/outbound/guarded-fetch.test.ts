@@ -9,6 +9,7 @@ import { createDocumentFetcher } from '../../src/modules/documents/documents.fet
 import { createAddressPolicy, isPublicAddress, type Resolver } from '../../src/outbound/address-policy.ts';
 import { createGuardedFetcher } from '../../src/outbound/guarded-fetch.ts';
 import { createDirectoryStorage } from '../../src/storage/directory-storage.ts';
+import type { FileStorage } from '../../src/storage/storage.ts';
 
 /** A 1×1 PNG, built here so that the bytes are known. */
 function tinyPng(): Buffer {
@@ -90,6 +91,12 @@ describe('guarded fetcher and document download', () => {
         return; // never ends
       }
       if (url === '/missing') return res.writeHead(404).end('no');
+      if (url === '/drop') {
+        res.writeHead(200, { 'content-length': '10000' });
+        res.write(Buffer.alloc(1000));
+        setTimeout(() => res.socket?.destroy(), 20);
+        return;
+      }
       if (url.startsWith('/hop/')) {
         const n = Number(url.slice(5));
         return res.writeHead(302, { location: `/hop/${n + 1}` }).end();
@@ -162,6 +169,37 @@ describe('guarded fetcher and document download', () => {
       });
       expect(await fetch(`http://127.0.0.1:${port}/big-chunked`)).toEqual({ ok: false, reason: 'too_large' });
       expect(await readdir(path.join(filesDir, 'tmp')).catch(() => [])).toEqual([]);
+    });
+
+    it('tells a store that fails from a download that fails, and says so to the operator', async () => {
+      const failures: unknown[] = [];
+      const failingStore: FileStorage = {
+        ...storage(),
+        async put(_accountId, source) {
+          for await (const _chunk of source) {
+            // The whole download arrives; the store then cannot keep it.
+          }
+          throw Object.assign(new Error('bucket unavailable'), { code: 'ServiceUnavailable' });
+        },
+      };
+      const fetch = fetcherFor({
+        fetcher: createGuardedFetcher({ allowPrivate: true, timeoutMs: 5_000 }),
+        storage: failingStore,
+        onStorageError: (error) => failures.push(error),
+      });
+      expect(await fetch(`http://127.0.0.1:${port}/files/offer.pdf`)).toEqual({
+        ok: false,
+        reason: 'storage_error',
+      });
+      expect(failures).toEqual([expect.objectContaining({ message: 'bucket unavailable' })]);
+      // A download cut off half-way is the sender's side, whatever the store does with it.
+      const dropped = await fetcherFor({
+        fetcher: createGuardedFetcher({ allowPrivate: true, timeoutMs: 5_000 }),
+        storage: storage(),
+        onStorageError: (error) => failures.push(error),
+      })(`http://127.0.0.1:${port}/drop`);
+      expect(dropped).toEqual({ ok: false, reason: 'network_error' });
+      expect(failures).toHaveLength(1);
     });
 
     it('aborts a server that stalls', async () => {

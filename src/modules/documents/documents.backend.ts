@@ -34,6 +34,8 @@ export interface DocumentBackendOptions {
   timeoutMs?: number;
   policy?: AddressPolicy;
   resolve?: Resolver;
+  /** Told of a store that failed to keep a fetched document (the operator's log). */
+  onStorageError?: (error: unknown) => void;
 }
 
 export function createFileStorage(files: FilesStore): FileStorage {
@@ -60,6 +62,7 @@ export function createDocumentBackend(options: DocumentBackendOptions): {
       fetcher,
       storage,
       maxBytes: options.maxBytes ?? MAX_DOCUMENT_BYTES,
+      onStorageError: options.onStorageError,
     }),
   };
 }

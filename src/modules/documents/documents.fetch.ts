@@ -70,6 +70,14 @@ export async function sniffMediaType(head: Buffer): Promise<string> {
   return 'application/octet-stream';
 }
 
+/** The download's time ran out (the guarded fetcher aborts it). */
+function isAbort(error: unknown): boolean {
+  return (
+    (error as { name?: string }).name === 'AbortError' ||
+    (error as { code?: string }).code === 'UND_ERR_ABORTED'
+  );
+}
+
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -79,19 +87,34 @@ export function createDocumentFetcher({
   fetcher,
   storage,
   maxBytes = MAX_DOCUMENT_BYTES,
+  onStorageError,
 }: {
   fetcher: GuardedFetcher;
   storage: FileStorage;
   maxBytes?: number;
+  /** Told of a store that failed to keep a fetched document: the operator's problem, not the sender's. */
+  onStorageError?: (error: unknown) => void;
 }): FetchDocument {
   return async (accountId: string, url: string): Promise<FetchResult> => {
     let opened: Awaited<ReturnType<GuardedFetcher['open']>> | undefined;
+    // Whether the download itself failed: an error out of `put` is the store's otherwise.
+    let downloadFailed = false;
     try {
       opened = await fetcher.open(url);
       if (opened.status < 200 || opened.status > 299) return { ok: false, reason: `http_${opened.status}` };
       const announced = Number(headerValue(opened.headers['content-length']));
       if (Number.isFinite(announced) && announced > maxBytes) return { ok: false, reason: 'too_large' };
-      const stored = await storage.put(accountId, opened.body, { maxBytes });
+      opened.body.once('error', () => {
+        downloadFailed = true;
+      });
+      let stored: Awaited<ReturnType<FileStorage['put']>>;
+      try {
+        stored = await storage.put(accountId, opened.body, { maxBytes });
+      } catch (error) {
+        if (downloadFailed || error instanceof TooLargeError || isAbort(error)) throw error;
+        onStorageError?.(error);
+        return { ok: false, reason: 'storage_error' };
+      }
       try {
         const mime = await sniffMediaType(stored.head);
         const name = fileNameFor(opened.url, headerValue(opened.headers['content-disposition']));
@@ -108,12 +131,7 @@ export function createDocumentFetcher({
       if (error instanceof TooLargeError) return { ok: false, reason: 'too_large' };
       const cause = (error as { cause?: unknown }).cause;
       if (cause instanceof OutboundError) return { ok: false, reason: cause.reason };
-      if (
-        (error as { name?: string }).name === 'AbortError' ||
-        (error as { code?: string }).code === 'UND_ERR_ABORTED'
-      ) {
-        return { ok: false, reason: 'timeout' };
-      }
+      if (isAbort(error)) return { ok: false, reason: 'timeout' };
       return { ok: false, reason: 'network_error' };
     } finally {
       await opened?.close();
