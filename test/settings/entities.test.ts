@@ -15,6 +15,7 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
   const put = (key: string, body: unknown, apiKey = account.apiKey) =>
     t.request({ method: 'PUT', url: `/api/v1/settings/entities/${key}`, key: apiKey, body });
   const get = (url: string, apiKey = account.apiKey) => t.request({ method: 'GET', url, key: apiKey });
+  const post = (url: string, body: unknown) => t.request({ method: 'POST', url, key: account.apiKey, body });
 
   describe('happy path', () => {
     it('creates an entity and shows it on both surfaces with the fields of the interface', async () => {
@@ -148,6 +149,80 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
       expect(response.statusCode).toBe(422);
       expect(response.json().error).toBe('validation_failed');
       expect(response.json().details.length).toBeGreaterThan(0);
+    });
+
+    it('refuses labels that intake cannot tell apart, and keeps a label like another key', async () => {
+      const refused = await put('amb', {
+        name: 'Ambiguous',
+        fields: [
+          { key: 'p', label: 'Same', type: 'text' },
+          { key: 'q', label: 'Same', type: 'text' },
+          { key: 'r', label: 's-A m_E', type: 'text' },
+          { key: 's', label: 'Other', type: 'text' },
+        ],
+      });
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual({
+        error: 'validation_failed',
+        details: [
+          { key: 'fields.1.label', reason: 'duplicate', message: expect.stringContaining('field p') },
+          { key: 'fields.2.label', reason: 'duplicate', message: expect.stringContaining('field p') },
+        ],
+      });
+      expect((await get('/api/v1/settings/entities/amb')).statusCode).toBe(404);
+
+      // A label that normalises like another field's key stays allowed: the key wins at intake.
+      const allowed = await put('amb', {
+        name: 'Ambiguous',
+        fields: [
+          { key: 'same', label: 'Plain', type: 'text' },
+          { key: 'q', label: 'Same', type: 'text' },
+        ],
+      });
+      expect(allowed.statusCode).toBe(200);
+      const created = await post('/api/v1/records', { entity: 'amb', fields: { SAME: 'hello' } });
+      expect(created.statusCode).toBe(201);
+      const read = await get(`/api/v1/records/${created.json().id}`);
+      expect(read.json().fields).toEqual({ same: 'hello' });
+    });
+
+    it('keeps an entity stored with labels alike readable and refuses its next PUT until they differ', async () => {
+      const definition = (secondLabel: string) => ({
+        name: 'Older',
+        fields: [
+          { key: 'p', label: 'Same', type: 'text' },
+          { key: 'q', label: secondLabel, type: 'text' },
+        ],
+      });
+      expect((await put('older', definition('Different'))).statusCode).toBe(200);
+      // As stored before labels had to differ.
+      const stored = definition('same').fields.map((f) => ({
+        ...f,
+        format: null,
+        required: false,
+        options: null,
+        role: null,
+      }));
+      await t.db
+        .updateTable('entities')
+        .set({ fields: JSON.stringify(stored) })
+        .where('account_id', '=', account.id)
+        .where('key', '=', 'older')
+        .execute();
+      t.services.entities.invalidate(account.id);
+
+      const read = await get('/api/v1/settings/entities/older');
+      expect(read.statusCode).toBe(200);
+      expect(read.json().fields.map((f: { label: string }) => f.label)).toEqual(['Same', 'same']);
+      const created = await post('/api/v1/records', { entity: 'older', fields: { Same: 'hello' } });
+      expect(created.statusCode).toBe(201);
+
+      const again = await put('older', definition('same'));
+      expect(again.statusCode).toBe(422);
+      expect(again.json().details).toEqual([
+        { key: 'fields.1.label', reason: 'duplicate', message: expect.any(String) },
+      ]);
+      expect((await put('older', definition('Other'))).statusCode).toBe(200);
     });
   });
 

@@ -30,7 +30,12 @@ const rulesByType = FIELD_TYPES.map((type) => {
 const FieldInput = Type.Object(
   {
     key: Type.String({ pattern: KEY_PATTERN }),
-    label: Type.String({ minLength: 1, maxLength: 100 }),
+    label: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description:
+        "Matched by intake like the key: unlike the entity's other labels once case, spaces, `_` and `-` are ignored (else 422 validation_failed, reason `duplicate`, keyed `fields.<index>.label`)",
+    }),
     type: Type.String({ enum: [...FIELD_TYPES] }),
     format: Type.Optional(Type.Union([Type.String({ enum: ALL_FORMATS }), Type.Null()])),
     required: Type.Optional(Type.Boolean()),

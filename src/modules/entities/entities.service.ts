@@ -10,6 +10,7 @@ import {
   dedupeLockOf,
   emailFieldOf,
   emailOf,
+  normalizeKey,
 } from '../records/field-values.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import { recomputeDuplicateKeysJob } from './entities.jobs.ts';
@@ -60,6 +61,8 @@ function checkDefinition(input: EntityDefinitionInput): {
   const problems: ValidationDetail[] = [];
   const seenKeys = new Set<string>();
   const seenRoles = new Set<string>();
+  /** Labels as intake compares them (normalizeKey), with the key of the first field giving each. */
+  const seenLabels = new Map<string, string>();
   const fields: FieldDef[] = [];
   for (const [index, field] of input.fields.entries()) {
     const at = `fields.${index}`;
@@ -71,6 +74,20 @@ function checkDefinition(input: EntityDefinitionInput): {
       });
     }
     seenKeys.add(field.key);
+    // Intake matches a name to a field by its label too: two labels it cannot tell apart would
+    // send a value to one of the fields without a word. A label like another field's key is
+    // allowed (the key wins).
+    const label = normalizeKey(field.label);
+    const labelOf = seenLabels.get(label);
+    if (labelOf !== undefined) {
+      problems.push({
+        key: `${at}.label`,
+        reason: 'duplicate',
+        message: `field label ${field.label} matches the label of field ${labelOf} (case, spaces, _ and - are ignored)`,
+      });
+    } else {
+      seenLabels.set(label, field.key);
+    }
     if (!(FIELD_TYPES as readonly string[]).includes(field.type)) {
       problems.push({
         key: `${at}.type`,
