@@ -288,6 +288,22 @@ function describeFormSettings(source: Row): string {
   ].join('\n');
 }
 
+const NEW_KEY_OPTIONS = {
+  name: { type: 'string' },
+  strict: { type: 'boolean' },
+  permissions: { type: 'string' },
+} as const;
+
+/** The body of a new API key (`keys create`, `accounts key`): `name` only when given. */
+function newKeyBody(values: Record<string, string | boolean | undefined>): Row {
+  const body: Row = { strict: values.strict === true };
+  if (typeof values.name === 'string') body.name = values.name;
+  if (values.permissions !== undefined) body.permissions = list(values.permissions);
+  return body;
+}
+
+const newKeyText = (key: Row) => `key ${key.id} "${key.name}"\nvalue (shown once): ${key.key}`;
+
 export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   'accounts create': {
     usage: 'leads accounts create --name NAME [--modules crm,distribution,booking] [--rate-limit N]',
@@ -317,14 +333,24 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
       };
     },
   },
+  'accounts key': {
+    usage:
+      'leads accounts key ACCOUNT_ID [--name NAME] [--strict] [--permissions records:read,records:write,…]   (a new API key for the account, e.g. when its keys are revoked)',
+    options: NEW_KEY_OPTIONS,
+    positionals: ['ACCOUNT_ID'],
+    async run(connection, values, [id]) {
+      const path = `/admin/v1/accounts/${encodeURIComponent(id!)}/api-keys`;
+      const key = (await call(connection, 'admin', 'POST', path, newKeyBody(values))) as Row;
+      return { json: key, text: newKeyText(key) };
+    },
+  },
   'keys create': {
     usage: 'leads keys create --name NAME [--strict] [--permissions records:read,records:write,…]',
-    options: { name: { type: 'string' }, strict: { type: 'boolean' }, permissions: { type: 'string' } },
+    options: NEW_KEY_OPTIONS,
     async run(connection, values) {
-      const body: Row = { name: required(values.name, 'name'), strict: values.strict === true };
-      if (values.permissions !== undefined) body.permissions = list(values.permissions);
+      const body: Row = { ...newKeyBody(values), name: required(values.name, 'name') };
       const key = (await call(connection, 'key', 'POST', '/api/v1/settings/api-keys', body)) as Row;
-      return { json: key, text: `key ${key.id} "${key.name}"\nvalue (shown once): ${key.key}` };
+      return { json: key, text: newKeyText(key) };
     },
   },
   'keys list': {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PERMISSIONS } from '../../src/http/auth.ts';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 
@@ -73,6 +74,63 @@ describe.each(TEST_DATABASES)('operator API on %s', (kind) => {
       expect(seen.size).toBeGreaterThanOrEqual(3);
       expect(pages).toBeGreaterThanOrEqual(2);
     });
+    it('issues a key to an account whose last key was revoked, answered as the settings API answers', async () => {
+      const { id, api_key } = (await admin('POST', '/admin/v1/accounts', { name: 'Locked out' })).json();
+      const made = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/api-keys',
+        key: api_key.key,
+        body: { name: 'Spare' },
+      });
+      for (const keyId of [made.json().id, api_key.id]) {
+        const revoked = await t.request({
+          method: 'DELETE',
+          url: `/api/v1/settings/api-keys/${keyId}`,
+          key: api_key.key,
+        });
+        expect(revoked.statusCode).toBe(204);
+      }
+      const lockedOut = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/api-keys',
+        key: api_key.key,
+      });
+      expect(lockedOut.statusCode).toBe(401);
+
+      const issued = await admin('POST', `/admin/v1/accounts/${id}/api-keys`, {});
+      expect(issued.statusCode).toBe(201);
+      const key = issued.json();
+      expect(Object.keys(key).sort()).toEqual(Object.keys(made.json()).sort());
+      expect(key).toMatchObject({
+        name: 'Operator key',
+        strict: false,
+        manages_users: true,
+        key: expect.stringMatching(/^lk_[0-9A-Za-z]{33}$/),
+      });
+      expect([...key.permissions].sort()).toEqual([...PERMISSIONS].sort());
+      expect(key.prefix).toBe(key.key.slice(0, 10));
+      const listed = await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: key.key });
+      expect(listed.statusCode).toBe(200);
+      expect(listed.json().api_keys.map((k: { id: string }) => k.id)).toEqual([key.id]);
+      expect(listed.body).not.toContain(key.key);
+    });
+
+    it('issues a key with the name, permissions and strict mode asked for', async () => {
+      const { id } = (await admin('POST', '/admin/v1/accounts', { name: 'Narrow' })).json();
+      const issued = await admin('POST', `/admin/v1/accounts/${id}/api-keys`, {
+        name: 'Reader',
+        permissions: ['records:read'],
+        strict: true,
+      });
+      expect(issued.statusCode).toBe(201);
+      expect(issued.json()).toMatchObject({ name: 'Reader', permissions: ['records:read'], strict: true });
+      const settings = await t.request({
+        method: 'GET',
+        url: '/api/v1/settings/api-keys',
+        key: issued.json().key,
+      });
+      expect(settings.statusCode).toBe(403);
+    });
   });
 
   describe('errors', () => {
@@ -100,6 +158,33 @@ describe.each(TEST_DATABASES)('operator API on %s', (kind) => {
       ).toBe(404);
     });
 
+    it('issues no key to an unknown account (404) nor for a wrong body (422)', async () => {
+      for (const url of [
+        '/admin/v1/accounts/00000000-0000-4000-8000-000000000000/api-keys',
+        '/admin/v1/accounts/not-a-uuid/api-keys',
+      ]) {
+        const response = await admin('POST', url, {});
+        expect(response.statusCode, url).toBe(404);
+        expect(response.json().error).toBe('not_found');
+      }
+      const { id, api_key } = (await admin('POST', '/admin/v1/accounts', { name: 'Bodies' })).json();
+      for (const body of [
+        { name: 'X', plan: 'gold' },
+        { name: '' },
+        { name: 'x'.repeat(101) },
+        { permissions: ['telepathy'] },
+        { permissions: 'records:read' },
+        { strict: 'yes' },
+        [],
+      ]) {
+        const response = await admin('POST', `/admin/v1/accounts/${id}/api-keys`, body);
+        expect(response.statusCode, JSON.stringify(body)).toBe(422);
+        expect(response.json().error).toBe('validation_failed');
+      }
+      const keys = await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: api_key.key });
+      expect(keys.json().api_keys.map((k: { id: string }) => k.id)).toEqual([api_key.id]);
+    });
+
     it('rejects a bad cursor with 422', async () => {
       const response = await admin('GET', '/admin/v1/accounts?cursor=garbage');
       expect(response.statusCode).toBe(422);
@@ -114,6 +199,22 @@ describe.each(TEST_DATABASES)('operator API on %s', (kind) => {
         expect(response.statusCode).toBe(401);
         expect(response.json()).toEqual({ error: 'unauthorized' });
       }
+    });
+
+    it('issues account keys to the operator token alone: an account key gets 401, even for its own account', async () => {
+      const { id, api_key } = (await admin('POST', '/admin/v1/accounts', { name: 'Own' })).json();
+      for (const key of [undefined, 'adm_wrong', api_key.key]) {
+        const response = await t.request({
+          method: 'POST',
+          url: `/admin/v1/accounts/${id}/api-keys`,
+          key,
+          body: { name: 'Mine' },
+        });
+        expect(response.statusCode).toBe(401);
+        expect(response.json()).toEqual({ error: 'unauthorized' });
+      }
+      const keys = await t.request({ method: 'GET', url: '/api/v1/settings/api-keys', key: api_key.key });
+      expect(keys.json().api_keys.map((k: { id: string }) => k.id)).toEqual([api_key.id]);
     });
   });
 });

@@ -59,6 +59,7 @@ const COMMANDS = [
   'migrate',
   'accounts create',
   'accounts list',
+  'accounts key',
   'keys create',
   'keys list',
   'keys revoke',
@@ -141,6 +142,7 @@ describe('the leads command line, without a service', () => {
       const cases: [string[], string][] = [
         [['keys', 'create', '--key', 'lk_x'], '--name is required'],
         [['keys', 'revoke', '--key', 'lk_x'], 'KEY_ID is required'],
+        [['accounts', 'key', '--admin-token', 'a'], 'ACCOUNT_ID is required'],
         [['keys', 'revoke', 'a', 'b', '--key', 'lk_x'], 'unexpected argument "b"'],
         [['keys', 'list', '--key', 'lk_x', '--colour'], "Unknown option '--colour'"],
         [['accounts', 'create', '--name', 'A', '--rate-limit', '1.5', '--admin-token', 'a'], 'whole number'],
@@ -297,6 +299,48 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect(revoked).toMatchObject({ code: 0, stdout: `key ${key.id} revoked\n` });
       const after = JSON.parse((await client('keys', 'list', '--json')).stdout);
       expect(after.api_keys.map((k: { id: string }) => k.id)).not.toContain(key.id);
+    });
+
+    it('gives an account whose keys are all revoked a new key with the operator token', async () => {
+      const account = JSON.parse(
+        (await client('accounts', 'create', '--name', 'Locked Co', '--json')).stdout,
+      );
+      const asAccount = (key: string, ...args: string[]) =>
+        leads(args, { LEADS_URL: server.url, LEADS_API_KEY: key });
+      expect((await asAccount(account.api_key.key, 'keys', 'revoke', account.api_key.id)).code).toBe(0);
+      expect((await asAccount(account.api_key.key, 'keys', 'list')).code).toBe(1);
+
+      const issued = await client('accounts', 'key', account.id, '--json');
+      expect(issued.code).toBe(0);
+      const key = JSON.parse(issued.stdout);
+      expect(key).toMatchObject({
+        name: 'Operator key',
+        strict: false,
+        manages_users: true,
+        key: expect.stringMatching(/^lk_/),
+      });
+      const listed = JSON.parse((await asAccount(key.key, 'keys', 'list', '--json')).stdout);
+      expect(listed.api_keys.map((k: { id: string }) => k.id)).toEqual([key.id]);
+
+      const asText = await client(
+        'accounts',
+        'key',
+        account.id,
+        '--name',
+        'Reader',
+        '--permissions',
+        'records:read',
+        '--strict',
+      );
+      expect(asText.code).toBe(0);
+      const value = /^key [0-9a-f-]{36} "Reader"\nvalue \(shown once\): (lk_\S+)\n$/.exec(asText.stdout)?.[1];
+      expect(value).toBeDefined();
+      const after = JSON.parse((await asAccount(key.key, 'keys', 'list', '--json')).stdout);
+      expect(after.api_keys.find((k: { name: string }) => k.name === 'Reader')).toMatchObject({
+        permissions: ['records:read'],
+        strict: true,
+        prefix: value!.slice(0, 10),
+      });
     });
 
     it('applies an entities file and lists the entities', async () => {
@@ -841,6 +885,10 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       const unknownModule = await client('accounts', 'create', '--name', 'X', '--modules', 'teleport');
       expect(unknownModule.code).toBe(1);
       expect(unknownModule.stderr).toContain('validation_failed');
+
+      const unknownAccount = await client('accounts', 'key', '00000000-0000-4000-8000-000000000000');
+      expect(unknownAccount.code).toBe(1);
+      expect(unknownAccount.stderr).toContain('404 not_found');
     });
 
     it('says which entities were applied before one was refused', async () => {
@@ -869,9 +917,17 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain('401 unauthorized');
 
-      const notOperator = await leads(['accounts', 'list', '--url', server.url, '--admin-token', apiKey]);
-      expect(notOperator.code).toBe(1);
-      expect(notOperator.stderr).toContain('401 unauthorized');
+      // The key's own account: an account key cannot issue itself another key either.
+      const accounts = JSON.parse((await client('accounts', 'list', '--json')).stdout).accounts;
+      const own = accounts.find((a: { name: string }) => a.name === 'Cli Co').id;
+      for (const args of [
+        ['accounts', 'list'],
+        ['accounts', 'key', own],
+      ]) {
+        const notOperator = await leads([...args, '--url', server.url, '--admin-token', apiKey]);
+        expect(notOperator.code).toBe(1);
+        expect(notOperator.stderr).toContain('401 unauthorized');
+      }
     });
   });
 });

@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { IdParams, PageQuery, s2Errors } from '../../http/schemas.ts';
+import { CreatedApiKey } from '../api-keys/api-keys.schemas.ts';
 import {
   Account,
   AccountList,
   CreateAccountBody,
+  CreateAccountKeyBody,
   CreatedAccount,
   UpdateAccountBody,
 } from './accounts.schemas.ts';
@@ -76,5 +78,21 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountsServi
       },
     },
     async (request) => accounts.update(request.params.id, request.body),
+  );
+
+  app.post(
+    '/admin/v1/accounts/:id/api-keys',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'createAccountApiKey',
+        summary: 'Issue an API key to an account (its value is shown only in this answer)',
+        params: IdParams,
+        body: CreateAccountKeyBody,
+        response: { 201: CreatedApiKey, ...s2Errors },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await accounts.createKey(request.params.id, request.body)),
   );
 };

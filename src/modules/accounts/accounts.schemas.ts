@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { MODULES } from '../../http/auth.ts';
 import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { ApiKeyName, NewKeyOptions } from '../api-keys/api-keys.schemas.ts';
 
 const ModuleName = Type.String({ enum: [...MODULES] });
 const AccountName = Type.String({ minLength: 1, maxLength: 200 });
@@ -42,3 +43,9 @@ export const UpdateAccountBody = Type.Object(
 );
 
 export const AccountList = Type.Object({ accounts: Type.Array(Account), next_cursor: NextCursor });
+
+/** A key the operator issues to an account (`name` defaults to "Operator key"). */
+export const CreateAccountKeyBody = Type.Object(
+  { name: Type.Optional(ApiKeyName), ...NewKeyOptions },
+  { additionalProperties: false },
+);

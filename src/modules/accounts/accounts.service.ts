@@ -8,6 +8,8 @@ import type { ApiKeysService } from '../api-keys/api-keys.service.ts';
 import type { AccountsRepo } from './accounts.repo.ts';
 
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 1200;
+/** The name of a key the operator issues without naming it. */
+const OPERATOR_KEY_NAME = 'Operator key';
 
 interface AccountRowLike {
   id: string;
@@ -67,6 +69,19 @@ export function createAccountsService({ db, repo, apiKeys, onAccountChanged }: A
       const row = await repo.find(accountId);
       if (!row) throw new AppError('not_found', { message: 'Account not found' });
       return present(row);
+    },
+
+    /**
+     * A new API key for the account, made by the operator: the way back into an account whose
+     * keys are all revoked and that has no user to sign in (decisions, Credentials).
+     */
+    async createKey(accountId: string, input: { name?: string; strict?: boolean; permissions?: string[] }) {
+      if (!(await repo.find(accountId))) throw new AppError('not_found', { message: 'Account not found' });
+      return apiKeys.create(
+        accountId,
+        { ...input, name: input.name ?? OPERATOR_KEY_NAME },
+        { kind: 'operator' },
+      );
     },
 
     async list(limit: number, cursor: string | undefined) {

@@ -33,18 +33,20 @@ export const CreatedApiKey = Type.Object({
   created_at: Timestamp,
 });
 
+/** What a new key may be given beside its name, here and in the operator API (accounts). */
+export const NewKeyOptions = {
+  strict: Type.Optional(Type.Boolean()),
+  permissions: Type.Optional(
+    Type.Array(Permission, {
+      maxItems: 20,
+      description:
+        'Without it, every permission the maker may give; a key may give only the permissions it holds (403 forbidden for more)',
+    }),
+  ),
+};
+
 export const CreateApiKeyBody = Type.Object(
-  {
-    name: ApiKeyName,
-    strict: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(
-      Type.Array(Permission, {
-        maxItems: 20,
-        description:
-          'Without it, every permission the maker may give; a key may give only the permissions it holds (403 forbidden for more)',
-      }),
-    ),
-  },
+  { name: ApiKeyName, ...NewKeyOptions },
   { additionalProperties: false },
 );
 
