@@ -64,7 +64,8 @@ ${Object.entries(SERVICE_COMMANDS)
 
 Clients of a running service (--url, default $LEADS_URL or http://127.0.0.1:3000;
 --key or $LEADS_API_KEY; --admin-token or $LEADS_ADMIN_TOKEN; the environment keeps secrets out
-of the process list; --json prints the raw answer; <command> --help shows one command):
+of the process list; --json prints the raw answer; <command> --help shows one command,
+<group> --help the actions of a group such as keys):
 ${Object.values(HTTP_COMMANDS)
   .map((spec) => `  ${spec.usage}`)
   .join('\n')}
@@ -137,6 +138,21 @@ function version(): string {
   return manifest.version;
 }
 
+/**
+ * `leads <group>` followed by no action, `--help` or `-h`, or a word that is no action: help
+ * prints the group's actions (exit 0), the others print them as a usage error (exit 2).
+ */
+function groupWithoutAction(group: string, usages: string[], next: string | undefined, io: CliIo): number {
+  const lines = usages.map((usage) => `  ${usage}`).join('\n');
+  if (next === '--help' || next === '-h') {
+    io.out(`usage:\n${lines}\n`);
+    return 0;
+  }
+  const action = next === undefined ? 'needs an action' : `has no action "${next}"`;
+  io.err(`leads ${group} ${action}:\n${lines}\n`);
+  return EXIT_USAGE;
+}
+
 export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -158,17 +174,9 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
   const name = `${command} ${rest[0] ?? ''}`.trim();
   if (HTTP_COMMANDS[name]) return runHttpCommand(name, rest.slice(1), io);
   const subgroup = rest[0] === undefined ? [] : groupUsage(name);
-  if (subgroup.length > 0) {
-    const action = rest[1] === undefined ? 'needs an action' : `has no action "${rest[1]}"`;
-    io.err(`leads ${name} ${action}:\n${subgroup.map((usage) => `  ${usage}`).join('\n')}\n`);
-    return EXIT_USAGE;
-  }
+  if (subgroup.length > 0) return groupWithoutAction(name, subgroup, rest[1], io);
   const group = groupUsage(command);
-  if (group.length > 0) {
-    const action = rest[0] === undefined ? 'needs an action' : `has no action "${rest[0]}"`;
-    io.err(`leads ${command} ${action}:\n${group.map((usage) => `  ${usage}`).join('\n')}\n`);
-    return EXIT_USAGE;
-  }
+  if (group.length > 0) return groupWithoutAction(command, group, rest[0], io);
   io.err(`leads: unknown command "${command}"\n\n${USAGE}`);
   return EXIT_USAGE;
 }

@@ -127,6 +127,25 @@ describe('the leads command line, without a service', () => {
       expect(one).toMatchObject({ code: 0, stderr: '' });
       expect(one.stdout).toContain('--name NAME');
       expect((await leads(['migrate', '--help'])).code).toBe(0);
+
+      // A group explains itself with its actions, as a command does.
+      for (const [args, actions] of [
+        [
+          ['keys', '--help'],
+          ['leads keys create --name NAME', 'leads keys list', 'leads keys revoke KEY_ID'],
+        ],
+        [
+          ['accounts', '-h'],
+          ['leads accounts create', 'leads accounts list', 'leads accounts key ACCOUNT_ID'],
+        ],
+        [['distribution', 'participations', '--help'], ['leads distribution participations add ENTITY']],
+      ] as const) {
+        const group = await leads([...args]);
+        expect({ args, code: group.code, stderr: group.stderr }).toEqual({ args, code: 0, stderr: '' });
+        expect(group.stdout).toMatch(/^usage:\n/);
+        for (const action of actions) expect(group.stdout).toContain(action);
+      }
+      expect((await leads(['distribution', 'participations', '--help'])).stdout).not.toContain('rules set');
       expect((await leads(['--version'])).stdout).toMatch(/^leads \d+\.\d+\.\d+\n$/);
     });
   });
@@ -139,6 +158,9 @@ describe('the leads command line, without a service', () => {
       const noAction = await leads(['keys']);
       expect(noAction.code).toBe(2);
       expect(noAction.stderr).toContain('leads keys revoke KEY_ID');
+      const wrongAction = await leads(['keys', '--colour']);
+      expect(wrongAction.code).toBe(2);
+      expect(wrongAction.stderr).toContain('leads keys has no action "--colour"');
       const cases: [string[], string][] = [
         [['keys', 'create', '--key', 'lk_x'], '--name is required'],
         [['keys', 'revoke', '--key', 'lk_x'], 'KEY_ID is required'],
