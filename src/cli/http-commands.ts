@@ -210,7 +210,7 @@ async function listAll(
   throw new CliError(`${path} did not end after ${MAX_LIST_PAGES} pages`);
 }
 
-/** The definitions of an entities file, all checked before the first one is sent. */
+/** The definitions of an entities file, their form (JSON, objects with a `key`) checked before the first is sent; the service checks each when it arrives. */
 async function readEntityDefinitions(file: string): Promise<Row[]> {
   let parsed: unknown;
   try {
