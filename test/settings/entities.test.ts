@@ -186,6 +186,23 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
       expect(read.json().fields).toEqual({ same: 'hello' });
     });
 
+    it('refuses keys that intake cannot tell apart once normalised', async () => {
+      const refused = await put('keys_alike', {
+        name: 'Keys alike',
+        fields: [
+          { key: 'first_name', label: 'First', type: 'text' },
+          { key: 'firstname', label: 'Given', type: 'text' },
+        ],
+      });
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual({
+        error: 'validation_failed',
+        details: [
+          { key: 'fields.1.key', reason: 'duplicate', message: expect.stringContaining('first_name') },
+        ],
+      });
+    });
+
     it('keeps an entity stored with labels alike readable and refuses its next PUT until they differ', async () => {
       const definition = (secondLabel: string) => ({
         name: 'Older',

@@ -60,6 +60,8 @@ function checkDefinition(input: EntityDefinitionInput): {
 } {
   const problems: ValidationDetail[] = [];
   const seenKeys = new Set<string>();
+  /** Keys as intake compares a name with them (normalizeKey), with the key giving each. */
+  const seenNormalizedKeys = new Map<string, string>();
   const seenRoles = new Set<string>();
   /** Labels as intake compares them (normalizeKey), with the key of the first field giving each. */
   const seenLabels = new Map<string, string>();
@@ -72,6 +74,20 @@ function checkDefinition(input: EntityDefinitionInput): {
         reason: 'duplicate',
         message: `field key ${field.key} appears twice`,
       });
+    } else {
+      // A name is matched to a key after normalising too (`FirstName` means `first_name`): two
+      // keys alike that way (`first_name`, `firstname`) would leave such a name to one of them.
+      const normalizedKey = normalizeKey(field.key);
+      const keyOf = seenNormalizedKeys.get(normalizedKey);
+      if (keyOf !== undefined) {
+        problems.push({
+          key: `${at}.key`,
+          reason: 'duplicate',
+          message: `field key ${field.key} matches the key ${keyOf} once case, _ and - are ignored`,
+        });
+      } else {
+        seenNormalizedKeys.set(normalizedKey, field.key);
+      }
     }
     seenKeys.add(field.key);
     // Intake matches a name to a field by its label too: two labels it cannot tell apart would
