@@ -54,6 +54,17 @@ export interface EntityDefinitionInput {
   archived?: boolean;
 }
 
+/**
+ * The key of an earlier field whose `name` (a key or a label) intake cannot tell from this one
+ * once normalised (normalizeKey); else records this field's under that form and answers undefined.
+ */
+function earlierAlike(seen: Map<string, string>, name: string, fieldKey: string): string | undefined {
+  const form = normalizeKey(name);
+  const earlier = seen.get(form);
+  if (earlier === undefined) seen.set(form, fieldKey);
+  return earlier;
+}
+
 function checkDefinition(input: EntityDefinitionInput): {
   fields: FieldDef[];
   duplicateRule: DuplicateRule | null;
@@ -77,32 +88,26 @@ function checkDefinition(input: EntityDefinitionInput): {
     } else {
       // A name is matched to a key after normalising too (`FirstName` means `first_name`): two
       // keys alike that way (`first_name`, `firstname`) would leave such a name to one of them.
-      const normalizedKey = normalizeKey(field.key);
-      const keyOf = seenNormalizedKeys.get(normalizedKey);
+      const keyOf = earlierAlike(seenNormalizedKeys, field.key, field.key);
       if (keyOf !== undefined) {
         problems.push({
           key: `${at}.key`,
           reason: 'duplicate',
           message: `field key ${field.key} matches the key ${keyOf} once case, _ and - are ignored`,
         });
-      } else {
-        seenNormalizedKeys.set(normalizedKey, field.key);
       }
     }
     seenKeys.add(field.key);
     // Intake matches a name to a field by its label too: two labels it cannot tell apart would
     // send a value to one of the fields without a word. A label like another field's key is
     // allowed (the key wins).
-    const label = normalizeKey(field.label);
-    const labelOf = seenLabels.get(label);
+    const labelOf = earlierAlike(seenLabels, field.label, field.key);
     if (labelOf !== undefined) {
       problems.push({
         key: `${at}.label`,
         reason: 'duplicate',
         message: `field label ${field.label} matches the label of field ${labelOf} (case, spaces, _ and - are ignored)`,
       });
-    } else {
-      seenLabels.set(label, field.key);
     }
     if (!(FIELD_TYPES as readonly string[]).includes(field.type)) {
       problems.push({
