@@ -26,6 +26,7 @@ import {
   type FieldValue,
   missingRequired,
   readValues,
+  reportUnusedName,
   setAsideDetail,
 } from '../records/field-values.ts';
 import { recordEventData } from '../records/record-webhooks.ts';
@@ -377,20 +378,18 @@ export function createIntakeService({
     const warnings: Warning[] = [];
     // An unknown key is a warning, or with a strict key a refusal (interface rule 7), names in
     // `meta` (`meta.<name>`) as much as field names; other warnings stay warnings.
-    const unknownKey = (key: string, message: string) => {
-      if (ctx.strict) problems.push({ key, reason: 'unmapped', message });
-      else warnings.push({ key, reason: 'unmapped' });
-    };
+    const reported = { problems, warnings };
+    const unknownKey = (key: string, message: string) =>
+      reportUnusedName(ctx.strict, { key, reason: 'unmapped', message }, reported, {
+        key,
+        reason: 'unmapped',
+      });
     for (const warning of handover.warnings) {
       if (warning.reason === 'unmapped') unknownKey(warning.key, `${warning.key} is not a known key`);
       else warnings.push(warning);
     }
     for (const name of unmapped) unknownKey(name, `${name} matches no field of ${entity.key}`);
-    for (const name of setAside) {
-      const detail = setAsideDetail(name);
-      if (ctx.strict) problems.push(detail);
-      else warnings.push(detail);
-    }
+    for (const name of setAside) reportUnusedName(ctx.strict, setAsideDetail(name), reported);
     let placement: Prepared['placement'] = null;
     if (handover.crm) {
       const resolved = resolveStage(entity, handover.crm, handover.crm.keyPrefix);

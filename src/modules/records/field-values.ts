@@ -338,6 +338,20 @@ export function namesSetAside(
   return setAside;
 }
 
+/**
+ * A submitted name the call does not use (unknown, or set aside): with a strict key a refusal
+ * (interface rule 7), else a warning, `warning` when it says less than the refusal.
+ */
+export function reportUnusedName(
+  strict: boolean,
+  detail: ValidationDetail,
+  into: { problems: ValidationDetail[]; warnings: { key: string; reason: string; message?: string }[] },
+  warning: { key: string; reason: string; message?: string } = detail,
+): void {
+  if (strict) into.problems.push(detail);
+  else into.warnings.push(warning);
+}
+
 /** The warning (or, with a strict key, the refusal) of a name set aside: `unmapped`, as decisions §5 names it. */
 export function setAsideDetail({ name, field, kept }: SetAsideName): ValidationDetail {
   return {

@@ -19,6 +19,7 @@ import {
   missingRequired,
   namesSetAside,
   readValue,
+  reportUnusedName,
   setAsideDetail,
 } from './field-values.ts';
 import { recordEventData } from './record-webhooks.ts';
@@ -281,18 +282,20 @@ export function createRecordsService({
         const problems: ValidationDetail[] = [];
         const fields = submitted.map(([name]) => match(name));
         const setAside = namesSetAside(submitted, fields);
+        const reported = { problems, warnings };
         for (const [index, [name, raw]] of submitted.entries()) {
           const field = fields[index];
           if (!field) {
-            if (ctx.strict)
-              problems.push({ key: name, reason: 'unmapped', message: `${name} matches no field` });
-            else warnings.push({ key: name, reason: 'unmapped' });
+            const message = `${name} matches no field`;
+            reportUnusedName(ctx.strict, { key: name, reason: 'unmapped', message }, reported, {
+              key: name,
+              reason: 'unmapped',
+            });
             continue;
           }
           const aside = setAside?.get(index);
           if (aside) {
-            if (ctx.strict) problems.push(setAsideDetail(aside));
-            else warnings.push(setAsideDetail(aside));
+            reportUnusedName(ctx.strict, setAsideDetail(aside), reported);
             continue;
           }
           if (scope && !scope.includes(field.key)) {
