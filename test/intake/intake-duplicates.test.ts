@@ -72,6 +72,31 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       }
     });
 
+    it('takes one request sent with its key in meta and again in the header as the same request', async () => {
+      const account = await accountWithLeads(t);
+      const fields = { email: 'moved@b.co' };
+      const inMeta = await intake(account, { entity: 'lead', fields, meta: { idempotency_key: 'moved-1' } });
+      expect(inMeta.statusCode).toBe(201);
+      const inHeader = await intake(account, { entity: 'lead', fields }, { 'idempotency-key': 'moved-1' });
+      expect(inHeader.statusCode).toBe(201);
+      expect(inHeader.headers['idempotent-replayed']).toBe('true');
+      expect(inHeader.json().id).toBe(inMeta.json().id);
+      // The other way round, with other meta beside the key.
+      const meta = { source: 'shop' };
+      const first = await intake(account, { entity: 'lead', fields, meta }, { 'idempotency-key': 'moved-2' });
+      const again = await intake(account, {
+        entity: 'lead',
+        fields,
+        meta: { ...meta, idempotency_key: 'moved-2' },
+      });
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.json().id).toBe(first.json().id);
+      // The rest of the body still counts.
+      const changed = await intake(account, { entity: 'lead', fields, meta: { idempotency_key: 'moved-2' } });
+      expect(changed.json()).toEqual({ error: 'idempotency_key_reused' });
+      expect(await countByEmail(account, 'moved@b.co')).toBe(2);
+    });
+
     it('stores a refusal and replays it', async () => {
       const account = await accountWithLeads(t);
       const body = { entity: 'lead', fields: { interest: 'Wind' }, meta: { idempotency_key: 'bad-1' } };

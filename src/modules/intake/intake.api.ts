@@ -11,6 +11,7 @@ import {
   type StoredAnswer,
 } from '../idempotency/idempotency.service.ts';
 import {
+  bodyBesideKey,
   idempotencyKeyOf,
   isJsonObject,
   namedInBody,
@@ -130,7 +131,7 @@ export function createIntakeApi({
     };
     // A first request's write checks a remembered key itself; a stored answer is handed only to
     // a key checked live first.
-    return onceByKey(ctx, scope, rawKey, body, run, {
+    return onceByKey(ctx, scope, rawKey, bodyBesideKey(body), run, {
       beforeReplay: () => intake.checkKey(ctx),
       // A new record goes with the grouped creations, its answer stored by the same statement.
       firstTry: (claim) => intake.intakeOneClaiming(ctx, handoverOf(), s2Response, claim),

@@ -214,6 +214,20 @@ export function idempotencyKeyOf(
 }
 
 /**
+ * The body an idempotency key's request is compared by: without the key itself, and without a
+ * `meta` left empty by its removal, so that one request sent with its key in `meta` and again
+ * with the `Idempotency-Key` header (or the other way round) is the same request, not
+ * `idempotency_key_reused`.
+ */
+export function bodyBesideKey(body: S2RecordBody): S2RecordBody {
+  const meta = body.meta;
+  if (meta === undefined || meta === null || !isJsonObject(meta)) return body;
+  const { idempotency_key: _key, ...rest } = meta;
+  const { meta: _meta, ...others } = body;
+  return Object.keys(rest).length === 0 ? others : { ...others, meta: rest };
+}
+
+/**
  * The S1 spelling of the booking node: `booking` (true, or the S2 object) and the flat keys
  * `booking:starts_at`, `booking:title`, `booking:duration_minutes`, `booking:calendar_id`, which
  * plain forms can send.
