@@ -294,11 +294,24 @@ const NEW_KEY_OPTIONS = {
   permissions: { type: 'string' },
 } as const;
 
-/** The body of a new API key (`keys create`, `accounts key`): `name` only when given. */
+/**
+ * The body of a new API key (`keys create`, `accounts key`): `name` only when given. A
+ * `--permissions` that names none (`""`, blanks, commas) is a usage error: it would make a key
+ * that may do nothing (the API documents no such key), where leaving the option out gives every
+ * permission the maker may give.
+ */
 function newKeyBody(values: Record<string, string | boolean | undefined>): Row {
   const body: Row = { strict: values.strict === true };
   if (typeof values.name === 'string') body.name = values.name;
-  if (values.permissions !== undefined) body.permissions = list(values.permissions);
+  if (values.permissions !== undefined) {
+    const permissions = list(values.permissions) ?? [];
+    if (permissions.length === 0) {
+      throw usageError(
+        '--permissions names no permission; name at least one (records:read,…), or leave the option out for every permission you may give',
+      );
+    }
+    body.permissions = permissions;
+  }
   return body;
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, idempotencyKeyRefused, type ValidationDetail } from './errors.ts';
+import { NAME_PATTERN } from './schemas.ts';
 
 /** S1 is everything below /api that is not below /api/v1 (interface: Conventions). */
 export function isS1Path(url: string): boolean {
@@ -121,14 +122,18 @@ export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
     const unlisted = error.keyword === 'additionalProperties' ? error.params?.additionalProperty : undefined;
     const child = typeof missing === 'string' ? missing : typeof unlisted === 'string' ? unlisted : named;
     const key = child === undefined ? path || 'body' : path ? `${path}.${child}` : child;
-    const message =
-      unlisted !== undefined
+    // A name of blanks only (the shared `Name`'s pattern) names nothing: reason `required`, as
+    // the services that trim names said of it already (partners, rules, return reasons).
+    const blank = error.keyword === 'pattern' && error.params?.pattern === NAME_PATTERN;
+    const message = blank
+      ? 'must hold a character other than blanks'
+      : unlisted !== undefined
         ? 'is not a key of this object'
         : named === undefined
           ? error.message
           : `the name ${error.message ?? 'is not allowed'}`;
     let reason = 'invalid_value';
-    if (error.keyword === 'required') reason = 'required';
+    if (error.keyword === 'required' || blank) reason = 'required';
     else if (error.keyword === 'type') reason = 'invalid_type';
     else if (error.keyword === 'format' || error.keyword === 'pattern') reason = 'invalid_format';
     else if (['enum', 'const', 'anyOf', 'not'].includes(error.keyword ?? '')) reason = 'not_allowed';

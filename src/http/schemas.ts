@@ -27,6 +27,29 @@ export const QueryDateOrTimestamp = (description: string) =>
 export const IdParams = Type.Object({ id: Uuid });
 
 /**
+ * The rule of a name people read as a title: at least one character other than a blank (space,
+ * tab, line break, and every other character JavaScript's `\s` matches, which is what `trim`
+ * removes). The error handler reads a failure of this pattern as reason `required`: a name of
+ * blanks names nothing, as a missing one does (docs/decisions.md, HTTP conventions).
+ */
+export const NAME_PATTERN = '\\S';
+const NAME_RULE = 'at least one character other than a blank; blanks only answer 422 (reason required)';
+
+/**
+ * A name a person reads as a title (an account's, a key's, a user's, an entity's and its
+ * fields' labels, pipelines and stages, sources, partners, automations, calendars, rules,
+ * return reasons): 1–`maxLength` characters, not all blanks. A blank name is refused, never
+ * trimmed into another; blanks around other text stay as each module keeps them today.
+ */
+export const Name = (maxLength: number, description?: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength,
+    pattern: NAME_PATTERN,
+    description: description ? `${description}; ${NAME_RULE}` : `A name: ${NAME_RULE}`,
+  });
+
+/**
  * Values under their field names, the names at most `maxName` characters. A `Type.Record` key
  * schema's maxLength is not applied by the validator (TypeBox writes `patternProperties`):
  * `propertyNames` is what bounds the names.

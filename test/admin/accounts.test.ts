@@ -147,6 +147,28 @@ describe.each(TEST_DATABASES)('operator API on %s', (kind) => {
       }
     });
 
+    it('refuses a name of blanks only (create, rename, key) as required, and keeps blanks around text', async () => {
+      const blankDetail = [
+        { key: 'name', reason: 'required', message: 'must hold a character other than blanks' },
+      ];
+      const before = await t.db.selectFrom('accounts').select('id').execute();
+      for (const name of ['   ', '\t', ' \n\t\r ', '\u00a0']) {
+        const refused = await admin('POST', '/admin/v1/accounts', { name });
+        expect(refused.statusCode, JSON.stringify(name)).toBe(422);
+        expect(refused.json()).toEqual({ error: 'validation_failed', details: blankDetail });
+      }
+      expect(await t.db.selectFrom('accounts').select('id').execute()).toHaveLength(before.length);
+      const { id } = (await admin('POST', '/admin/v1/accounts', { name: '  Padded  ' })).json();
+      expect((await admin('GET', `/admin/v1/accounts/${id}`)).json().name).toBe('  Padded  ');
+      const renamed = await admin('PATCH', `/admin/v1/accounts/${id}`, { name: '\n' });
+      expect(renamed.statusCode).toBe(422);
+      expect(renamed.json().details).toEqual(blankDetail);
+      expect((await admin('GET', `/admin/v1/accounts/${id}`)).json().name).toBe('  Padded  ');
+      const key = await admin('POST', `/admin/v1/accounts/${id}/api-keys`, { name: ' \t ' });
+      expect(key.statusCode).toBe(422);
+      expect(key.json().details).toEqual(blankDetail);
+    });
+
     it('answers 404 for an unknown account and a malformed id', async () => {
       expect((await admin('GET', '/admin/v1/accounts/00000000-0000-4000-8000-000000000000')).statusCode).toBe(
         404,

@@ -320,6 +320,21 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       expect(s1.json().warnings).toEqual([
         { key: 'booking', reason: 'module_not_enabled', message: expect.any(String) },
       ]);
+      // An S1 bulk item answers as a single S1 lead does; a lead without the node has no warnings.
+      const bulk = await intake(
+        account.apiKey,
+        {
+          entity: 'lead',
+          batch: [{ email: 'nomod2@example.com', booking: true }, { email: 'nomod3@example.com' }],
+        },
+        '/api/leads/bulk',
+      );
+      expect(bulk.statusCode).toBe(200);
+      const [asked, plain] = bulk.json().created;
+      expect(asked.warnings).toEqual([
+        { key: 'booking', reason: 'module_not_enabled', message: expect.any(String) },
+      ]);
+      expect(plain).not.toHaveProperty('warnings');
       expect(await appointmentCount(t, account.id)).toBe(0);
     });
 

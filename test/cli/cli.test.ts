@@ -211,6 +211,23 @@ describe('the leads command line, without a service', () => {
       }
     });
 
+    it('refuses a --permissions that names no permission before sending anything', async () => {
+      // Nothing listens at `url`: a command that sent a request would fail with "cannot reach".
+      const url = `http://127.0.0.1:${await freePort()}`;
+      for (const args of [
+        ['keys', 'create', '--name', 'Nothing', '--permissions', '', '--key', 'lk_x'],
+        ['keys', 'create', '--name', 'Nothing', '--permissions', '  ', '--key', 'lk_x'],
+        ['keys', 'create', '--name', 'Nothing', '--permissions', ' , ,', '--key', 'lk_x'],
+        ['accounts', 'key', '00000000-0000-4000-8000-000000000000', '--permissions=', '--admin-token', 'a'],
+      ]) {
+        const refused = await leads([...args, '--url', url]);
+        expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+        expect(refused.stderr).toContain('--permissions names no permission');
+        expect(refused.stderr).not.toContain('cannot reach');
+        expect(refused.stdout).toBe('');
+      }
+    });
+
     it('fails with exit code 1 and one line when the service cannot be reached or is not Leadline', async () => {
       const closed = await leads([
         'keys',

@@ -553,6 +553,8 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
           'not_allowed',
         ],
         [{ ...base, entity: 'nothing', action: { type: 'note', body: 'x' } }, 'entity', 'unknown_entity'],
+        // A name of blanks only names nothing: refused, not stored.
+        [{ ...base, name: ' \t ', action: { type: 'note', body: 'x' } }, 'name', 'required'],
       ];
       for (const [body, key, reason] of cases) {
         const response = await configure(account, body);

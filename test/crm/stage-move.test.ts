@@ -249,6 +249,203 @@ describe.each(TEST_DATABASES)('CRM stage moves on %s', (kind) => {
         stage: 'Renewed',
       });
     });
+
+    // An entity whose duplicate rule updates the stored record (PUT is idempotent: each test puts it).
+    const contactEntity = () =>
+      putEntity(t, account, 'contact', {
+        name: 'Contact',
+        fields: [{ key: 'email', label: 'Email', type: 'text', role: 'email' }],
+        duplicate_rule: { match: ['email'], action: 'update' },
+        pipelines: [{ name: 'Sales', stages: ['Open', 'Won'] }],
+      });
+    const intakeLog = async (query: string) => {
+      const response = await t.request({
+        method: 'GET',
+        url: `/api/v1/intake-log?${query}`,
+        key: account.apiKey,
+      });
+      expect(response.statusCode).toBe(200);
+      return response.json().entries as { warnings: unknown[]; items: { warnings?: unknown[] }[] | null }[];
+    };
+
+    it('a repeated handover does not move the stored record, and its crm node is a warning naming the move', async () => {
+      await contactEntity();
+      const intake = (body: object) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: account.apiKey,
+          body: { entity: 'contact', ...body },
+        });
+      const first = await intake({ fields: { email: 'kept@b.co' } });
+      expect(first.statusCode).toBe(201);
+      const id = first.json().id as string;
+      const kept = {
+        key: 'crm',
+        reason: 'existing_record',
+        message: expect.stringContaining(`POST /api/v1/crm/records/${id}/stage`),
+      };
+      const update = await intake({ fields: { email: 'kept@b.co' }, crm: { stage: 'Won' } });
+      expect(update.statusCode).toBe(200);
+      expect(update.json()).toMatchObject({ id, created: false, updated: true, warnings: [kept] });
+      expect(update.json().warnings[0].message).toContain('stays in Sales / Open');
+      // Naming the stage the record is in leaves nothing undone: no warning.
+      const same = await intake({ fields: { email: 'kept@b.co' }, crm: { stage: 'Open' } });
+      expect(same.json()).toMatchObject({ id, updated: true, warnings: [] });
+      // The log entries carry the warnings as the answers did (newest first).
+      expect((await intakeLog(`record_id=${id}&outcome=updated`)).map((entry) => entry.warnings)).toEqual([
+        [],
+        [kept],
+      ]);
+
+      // S2 bulk: the entry that updates is warned; the new one enters the stage it names.
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            { entity: 'contact', fields: { email: 'kept@b.co' }, crm: { stage: 'Won' } },
+            { entity: 'contact', fields: { email: 'fresh@b.co' }, crm: { stage: 'Won' } },
+          ],
+        },
+      });
+      expect(bulk.json().results).toEqual([
+        expect.objectContaining({ id, updated: true, warnings: [kept] }),
+        expect.objectContaining({ created: true, warnings: [] }),
+      ]);
+      const fresh = bulk.json().results[1].id as string;
+      expect((await history(fresh)).stages[0]).toMatchObject({ stage: 'Won' });
+      const [bulkEntry] = await intakeLog(`record_id=${id}&endpoint=records.bulk`);
+      expect(bulkEntry!.items).toEqual([
+        expect.objectContaining({ index: 0, status: 'updated', warnings: [kept] }),
+        expect.not.objectContaining({ warnings: expect.anything() }),
+      ]);
+
+      // S1: the same warning in S1's answer, naming the key as sent and S1's status change.
+      const s1Kept = {
+        key: 'crm',
+        reason: 'existing_record',
+        message: expect.stringContaining(
+          `status:Sales places only new leads; change its status with PATCH /api/leads/${id}/status`,
+        ),
+      };
+      const s1 = (body: object) =>
+        t.request({
+          method: 'POST',
+          url: '/api/intake',
+          key: account.apiKey,
+          body: { entity: 'contact', ...body },
+        });
+      const s1Update = await s1({ email: 'kept@b.co', 'status:Sales': 'Won' });
+      expect(s1Update.json()).toEqual({
+        status: 'success',
+        lead_id: id,
+        created_at: expect.any(String),
+        warnings: [s1Kept],
+      });
+      // No warning, no `warnings` (S1 answers carry only these and the booking's).
+      expect((await s1({ email: 'kept@b.co', 'status:Sales': 'Open' })).json()).toEqual({
+        status: 'success',
+        lead_id: id,
+        created_at: expect.any(String),
+      });
+      const s1Bulk = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: account.apiKey,
+        body: {
+          entity: 'contact',
+          batch: [
+            { email: 'kept@b.co', 'status:Sales': 'Won' },
+            { email: 'fresh@b.co', 'status:Sales': 'Won' },
+          ],
+        },
+      });
+      expect(s1Bulk.json()).toEqual({
+        status: 'success',
+        created: [
+          { lead_id: id, email: 'kept@b.co', warnings: [s1Kept] },
+          { lead_id: fresh, email: 'fresh@b.co' },
+        ],
+      });
+      const [s1BulkEntry] = await intakeLog(`record_id=${id}&endpoint=s1.bulk`);
+      expect(s1BulkEntry!.items).toEqual([
+        expect.objectContaining({ index: 0, status: 'updated', warnings: [s1Kept] }),
+        expect.not.objectContaining({ warnings: expect.anything() }),
+      ]);
+      // An unknown stage is still refused on a repeat, as on a new record (S1 shape on S1).
+      const unknown = await s1({ email: 'kept@b.co', 'status:Sales': 'Nowhere' });
+      expect(unknown.statusCode).toBe(422);
+      expect(unknown.json()).toMatchObject({
+        status: 'error',
+        errors: { 'status:Sales.stage': [expect.any(String)] },
+      });
+
+      // Through all of it the record stayed where it was.
+      expect((await history(id)).stages).toEqual([expect.objectContaining({ stage: 'Open', left_at: null })]);
+    });
+
+    it('an external id match or an ignored duplicate is not moved either; an unknown stage is still 422', async () => {
+      const id = await create('lead', account, { meta: { external_id: 'kept-7' } });
+      const kept = {
+        key: 'crm',
+        reason: 'existing_record',
+        message: expect.stringContaining(`POST /api/v1/crm/records/${id}/stage`),
+      };
+      const repeat = (crm: object) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: account.apiKey,
+          body: { entity: 'lead', fields: { first_name: 'Ann' }, meta: { external_id: 'kept-7' }, crm },
+        });
+      const update = await repeat({ stage: 'Won' });
+      expect(update.statusCode).toBe(200);
+      expect(update.json()).toMatchObject({ id, updated: true, warnings: [kept] });
+      const unknown = await repeat({ stage: 'Nowhere' });
+      expect(unknown.statusCode).toBe(422);
+      expect(unknown.json()).toMatchObject({
+        error: 'validation_failed',
+        details: [{ key: 'crm.stage', reason: 'not_allowed' }],
+      });
+      expect((await history(id)).stages).toEqual([expect.objectContaining({ stage: 'New', left_at: null })]);
+
+      await putEntity(t, account, 'prospect', {
+        name: 'Prospect',
+        fields: [{ key: 'email', label: 'Email', type: 'text', role: 'email' }],
+        duplicate_rule: { match: ['email'], action: 'ignore' },
+        pipelines: [{ name: 'Sales', stages: ['Open', 'Won'] }],
+      });
+      const prospect = (crm?: object) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/records',
+          key: account.apiKey,
+          body: { entity: 'prospect', fields: { email: 'once@b.co' }, ...(crm ? { crm } : {}) },
+        });
+      const stored = (await prospect()).json().id as string;
+      const ignored = await prospect({ stage: 'Won' });
+      expect(ignored.json()).toMatchObject({
+        id: stored,
+        created: false,
+        updated: false,
+        warnings: [
+          { key: 'record', reason: 'duplicate' },
+          {
+            key: 'crm',
+            reason: 'existing_record',
+            message: expect.stringContaining(`POST /api/v1/crm/records/${stored}/stage`),
+          },
+        ],
+      });
+      expect((await prospect({ stage: 'Open' })).json().warnings).toEqual([
+        expect.objectContaining({ key: 'record', reason: 'duplicate' }),
+      ]);
+      expect((await history(stored)).stages).toEqual([
+        expect.objectContaining({ stage: 'Open', left_at: null }),
+      ]);
+    });
   });
 
   describe('errors', () => {

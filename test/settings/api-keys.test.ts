@@ -68,6 +68,25 @@ describe.each(TEST_DATABASES)('settings: API keys on %s', (kind) => {
       );
       expect((await call('DELETE', `/api/v1/settings/api-keys/${missing}`)).statusCode).toBe(404);
     });
+
+    it('refuses a key name of blanks only, on creation and rename, and keeps blanks around text', async () => {
+      const before = (await call('GET', '/api/v1/settings/api-keys')).json().api_keys.length;
+      for (const name of ['   ', '\t', '\r\n']) {
+        const refused = await call('POST', '/api/v1/settings/api-keys', { name });
+        expect(refused.statusCode, JSON.stringify(name)).toBe(422);
+        expect(refused.json().details).toEqual([
+          { key: 'name', reason: 'required', message: 'must hold a character other than blanks' },
+        ]);
+      }
+      expect((await call('GET', '/api/v1/settings/api-keys')).json().api_keys).toHaveLength(before);
+      const key = (await call('POST', '/api/v1/settings/api-keys', { name: ' Spaced ' })).json();
+      expect(key.name).toBe(' Spaced ');
+      const renamed = await call('PATCH', `/api/v1/settings/api-keys/${key.id}`, { name: ' ' });
+      expect(renamed.statusCode).toBe(422);
+      expect(renamed.json().details[0]).toMatchObject({ key: 'name', reason: 'required' });
+      const listed = (await call('GET', '/api/v1/settings/api-keys')).json().api_keys;
+      expect(listed.find((k: { id: string }) => k.id === key.id).name).toBe(' Spaced ');
+    });
   });
 
   describe('security', () => {

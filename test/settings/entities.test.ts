@@ -151,6 +151,78 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
       expect(response.json().details.length).toBeGreaterThan(0);
     });
 
+    const blankNamed = (key: string) => ({
+      error: 'validation_failed',
+      details: [{ key, reason: 'required', message: 'must hold a character other than blanks' }],
+    });
+    const emailField = [{ key: 'email', label: 'Email', type: 'text' }];
+    it.each([
+      ['an entity name of spaces', { name: '   ', fields: emailField }, 'name'],
+      ['an entity name of a tab and a line break', { name: '\t\n', fields: emailField }, 'name'],
+      [
+        'a field label of blanks',
+        { name: 'Blank', fields: [{ key: 'email', label: ' ', type: 'text' }] },
+        'fields.0.label',
+      ],
+      [
+        'a pipeline name of blanks',
+        { name: 'Blank', fields: emailField, pipelines: [{ name: '\r\n', stages: ['New'] }] },
+        'pipelines.0.name',
+      ],
+      [
+        'a stage name of blanks',
+        { name: 'Blank', fields: emailField, pipelines: [{ name: 'Sales', stages: ['New', '  '] }] },
+        'pipelines.0.stages.1',
+      ],
+    ])('refuses %s as required, and stores nothing', async (_label, body, key) => {
+      const refused = await put('blank', body);
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual(blankNamed(key));
+      expect((await get('/api/v1/settings/entities/blank')).statusCode).toBe(404);
+    });
+
+    it('keeps blanks around the text of names and labels, and refuses a PUT that blanks a stored name', async () => {
+      const pipelines = [{ name: ' Sales ', stages: [' New ', 'Won'] }];
+      const padded = await put('padded', {
+        name: ' Padded ',
+        fields: [{ key: 'email', label: ' Email ', type: 'text' }],
+        pipelines,
+      });
+      expect(padded.statusCode).toBe(200);
+      expect(padded.json()).toMatchObject({
+        name: ' Padded ',
+        fields: [{ label: ' Email ' }],
+        pipelines: [{ name: ' Sales ', stages: [' New ', 'Won'] }],
+      });
+      const renamed = await put('padded', { name: ' ', fields: emailField, pipelines });
+      expect(renamed.json()).toEqual(blankNamed('name'));
+      expect((await get('/api/v1/settings/entities/padded')).json().name).toBe(' Padded ');
+    });
+
+    it('refuses a user name of blanks only, on creation and rename', async () => {
+      const users = (url = '/api/v1/settings/users') =>
+        t.request({ method: 'GET', url, key: account.apiKey });
+      const send = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
+        t.request({ method, url, key: account.apiKey, body });
+      const before = (await users()).json().users.length;
+      for (const name of ['  ', '\t', '\n \n']) {
+        const refused = await send('POST', '/api/v1/settings/users', { email: 'blank@acme.test', name });
+        expect(refused.statusCode, JSON.stringify(name)).toBe(422);
+        expect(refused.json().details).toEqual([
+          { key: 'name', reason: 'required', message: 'must hold a character other than blanks' },
+        ]);
+      }
+      expect((await users()).json().users).toHaveLength(before);
+      const user = (
+        await send('POST', '/api/v1/settings/users', { email: 'named@acme.test', name: 'Named' })
+      ).json();
+      const renamed = await send('PATCH', `/api/v1/settings/users/${user.id}`, { name: ' ' });
+      expect(renamed.statusCode).toBe(422);
+      expect(renamed.json().details[0]).toMatchObject({ key: 'name', reason: 'required' });
+      const listed = (await users()).json().users.find((u: { id: string }) => u.id === user.id);
+      expect(listed.name).toBe('Named');
+    });
+
     it('refuses labels that intake cannot tell apart, and keeps a label like another key', async () => {
       const refused = await put('amb', {
         name: 'Ambiguous',

@@ -65,6 +65,29 @@ describe.each(TEST_DATABASES)('settings: sources and their tokens on %s', (kind)
       const missing = '00000000-0000-4000-8000-000000000000';
       expect((await call('POST', `/api/v1/settings/sources/${missing}/token`)).statusCode).toBe(404);
     });
+
+    it('refuses a source name of blanks only, on creation and rename', async () => {
+      const before = (await call('GET', '/api/v1/settings/sources')).json().sources.length;
+      for (const name of ['   ', '\t', '\r\n']) {
+        const refused = await call('POST', '/api/v1/settings/sources', { name });
+        expect(refused.statusCode, JSON.stringify(name)).toBe(422);
+        expect(refused.json().details).toEqual([
+          { key: 'name', reason: 'required', message: 'must hold a character other than blanks' },
+        ]);
+      }
+      expect((await call('GET', '/api/v1/settings/sources')).json().sources).toHaveLength(before);
+      const source = (await call('POST', '/api/v1/settings/sources', { name: ' Booth ' })).json();
+      expect(source.name).toBe(' Booth ');
+      const renamed = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/sources/${source.id}`,
+        key: account.apiKey,
+        body: { name: '  ' },
+      });
+      expect(renamed.statusCode).toBe(422);
+      expect(renamed.json().details[0]).toMatchObject({ key: 'name', reason: 'required' });
+      expect((await call('GET', `/api/v1/settings/sources/${source.id}`)).json().name).toBe(' Booth ');
+    });
   });
 
   describe('security', () => {

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
 import { MODULES } from '../../http/auth.ts';
-import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Name, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 import { ApiKeyName, NewKeyOptions } from '../api-keys/api-keys.schemas.ts';
 
 const ModuleName = Type.String({ enum: [...MODULES] });
-const AccountName = Type.String({ minLength: 1, maxLength: 200 });
+const AccountName = Name(200);
 const RateLimit = Type.Integer({ minimum: 1, maximum: 1_000_000 });
 
 export const Account = Type.Object({

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PERMISSIONS } from '../../http/auth.ts';
-import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Name, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 
 export const Permission = Type.String({ enum: [...PERMISSIONS] });
 
@@ -10,7 +10,7 @@ const ManagesUsers = Type.Boolean({
     'Whether the key may create, change and remove users: keys made by the operator, by an owner or by such a key may; keys made by a signed-in admin (or by a key that may not) may not',
 });
 
-export const ApiKeyName = Type.String({ minLength: 1, maxLength: 100 });
+export const ApiKeyName = Name(100);
 
 export const ApiKey = Type.Object({
   id: Uuid,

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Cursor, NextCursor, QueryTimestamp, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Cursor, Name, NextCursor, QueryTimestamp, Timestamp, Uuid } from '../../http/schemas.ts';
 import { WEEKDAYS } from './booking.rules.ts';
 
 const HourMinute = Type.String({ pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$' });
@@ -34,7 +34,7 @@ const Exceptions = Type.Array(
 );
 
 const calendarProperties = {
-  name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+  name: Name(200),
   time_zone: Type.String({
     minLength: 1,
     maxLength: 64,

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { NextCursor, Timestamp, Name as TitleName, Uuid } from '../../http/schemas.ts';
 
 export const ACTION_TYPES = ['webhook', 'email', 'note', 'distribute', 'move_stage'] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
@@ -60,7 +60,7 @@ export const AutomationAction = Type.Object(
 
 export const CreateAutomationBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: TitleName(200),
     entity: nameSchema('an entity key of the account; another answers 422 unknown_entity'),
     pipeline: Type.Optional(nameSchema('required when the entity has several pipelines')),
     stage: nameSchema('the target stage: a move into it runs the automation'),
@@ -72,7 +72,7 @@ export const CreateAutomationBody = Type.Object(
 
 export const UpdateAutomationBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(TitleName(200)),
     entity: Type.Optional(Name),
     pipeline: Type.Optional(Name),
     stage: Type.Optional(Name),

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from 'typebox';
-import { Cursor, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Cursor, NextCursor, Timestamp, Name as TitleName, Uuid } from '../../http/schemas.ts';
 
 /** Partners listed per page at most (and by default: the interface's list has no paging of its own). */
 export const MAX_PARTNERS_PER_PAGE = 500;
@@ -66,12 +66,10 @@ function camelOf<T extends object>(schema: T, snake: string): T {
   return { ...schema, description };
 }
 
-const Name = Type.String({
-  minLength: 1,
-  maxLength: 200,
-  description:
-    'identifies the partner; blank answers 422; a name another partner of the account has (in any case, retired ones too) answers 409 partner_name_taken',
-});
+const Name = TitleName(
+  200,
+  'identifies the partner; a name another partner of the account has (in any case, retired ones too) answers 409 partner_name_taken',
+);
 
 /** A snake_case key that has a camelCase twin says so, with the rule of giving both. */
 function withTwin<T extends object>(schema: T, snake: string): T {

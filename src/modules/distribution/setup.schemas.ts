@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Name, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 import { EntityKey } from '../entities/entities.schemas.ts';
 
 /** Bounds of a distribution's setup (decisions §8), far above real setups. */
@@ -212,12 +212,10 @@ const RuleFilter = Type.Object(
 
 const RuleInput = Type.Object(
   {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 100,
-      description:
-        'unique within the distribution (in any case); a repeated name answers 422 reason duplicate',
-    }),
+    name: Name(
+      100,
+      'unique within the distribution (in any case); a repeated name answers 422 reason duplicate',
+    ),
     filter: Type.Optional(
       Type.Array(RuleFilter, {
         maxItems: MAX_FILTERS,
@@ -328,11 +326,10 @@ export const DistributionSetupList = Type.Object({
 
 export const CreateReturnReasonBody = Type.Object(
   {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 200,
-      description: `not blank; a name the account has already (in any case) answers 409 return_reason_taken; at most ${MAX_RETURN_REASONS} per account (422 reason too_many)`,
-    }),
+    name: Name(
+      200,
+      `a name the account has already (in any case) answers 409 return_reason_taken; at most ${MAX_RETURN_REASONS} per account (422 reason too_many)`,
+    ),
   },
   { additionalProperties: false },
 );

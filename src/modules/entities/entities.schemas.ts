@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ifThen, Timestamp, Uuid } from '../../http/schemas.ts';
+import { ifThen, Name, Timestamp, Uuid } from '../../http/schemas.ts';
 import { DUPLICATE_ACTIONS, FIELD_TYPES, FORMATS_BY_TYPE, ROLES } from './entities.model.ts';
 
 export const KEY_PATTERN = '^[a-z][a-z0-9_]{0,99}$';
@@ -30,12 +30,10 @@ const rulesByType = FIELD_TYPES.map((type) => {
 const FieldInput = Type.Object(
   {
     key: Type.String({ pattern: KEY_PATTERN }),
-    label: Type.String({
-      minLength: 1,
-      maxLength: 100,
-      description:
-        "Matched by intake like the key: unlike the entity's other labels once case, spaces, `_` and `-` are ignored (else 422 validation_failed, reason `duplicate`, keyed `fields.<index>.label`)",
-    }),
+    label: Name(
+      100,
+      "Matched by intake like the key: unlike the entity's other labels once case, spaces, `_` and `-` are ignored (else 422 validation_failed, reason `duplicate`, keyed `fields.<index>.label`)",
+    ),
     type: Type.String({ enum: [...FIELD_TYPES] }),
     format: Type.Optional(Type.Union([Type.String({ enum: ALL_FORMATS }), Type.Null()])),
     required: Type.Optional(Type.Boolean()),
@@ -53,7 +51,7 @@ const FieldInput = Type.Object(
 
 export const PutEntityBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Name(200),
     fields: Type.Array(FieldInput, { maxItems: 300, description: 'field keys distinct' }),
     duplicate_rule: Type.Optional(
       Type.Union([
@@ -75,8 +73,8 @@ export const PutEntityBody = Type.Object(
       Type.Array(
         Type.Object(
           {
-            name: Type.String({ minLength: 1, maxLength: 100 }),
-            stages: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+            name: Name(100),
+            stages: Type.Array(Name(100), {
               minItems: 1,
               maxItems: 100,
               uniqueItems: true,

@@ -24,6 +24,8 @@ import type { BulkLogItem } from './intake.repo.ts';
 import { S2RecordBody as S2RecordBodySchema } from './intake.schemas.ts';
 import {
   type BatchResult,
+  EXISTING_RECORD,
+  type Handover,
   type IntakeContext,
   type IntakeOutcome,
   type IntakeService,
@@ -68,12 +70,20 @@ function s2Response(outcome: IntakeOutcome) {
   };
 }
 
-/** What S1 adds to its answers when a lead asked for a booking: the booking and its warnings. */
-function s1Booking(outcome: IntakeOutcome) {
-  if (outcome.booking === undefined) return {};
+/**
+ * What S1 adds to a lead's answer: the booking and its warnings when the lead asked for a booking
+ * (a booking node, or one the account's modules set aside with a `booking` warning), and the
+ * warning of a `status:<pipeline>` key that a stored lead was not moved by (`existing_record`);
+ * nothing else (S1 answers carry no other warnings). The same for a single lead and a bulk item.
+ */
+function s1Extras(handover: Handover, outcome: IntakeOutcome) {
+  const asked = handover.booking !== null || handover.warnings.some((warning) => warning.key === 'booking');
+  const warnings = outcome.warnings.filter(
+    (warning) => (asked && warning.key.startsWith('booking')) || warning.reason === EXISTING_RECORD,
+  );
   return {
     ...(outcome.booking ? { booking: outcome.booking } : {}),
-    warnings: outcome.warnings.filter((warning) => warning.key.startsWith('booking')),
+    ...(asked || warnings.length > 0 ? { warnings } : {}),
   };
 }
 
@@ -340,18 +350,12 @@ export function createIntakeApi({
     async s1Lead(ctx: IntakeContext, body: Record<string, unknown>, headerKey: unknown): Promise<Answer> {
       const run = async (store?: StoreAnswer) => {
         const handover = readS1Lead(body, ctx.modules);
-        const answer = (outcome: IntakeOutcome) => {
-          const booking =
-            handover.booking || handover.warnings.some((warning) => warning.key === 'booking')
-              ? { ...s1Booking({ ...outcome, booking: outcome.booking ?? null }) }
-              : {};
-          return {
-            status: 'success' as const,
-            lead_id: outcome.recordId,
-            created_at: outcome.createdAt,
-            ...booking,
-          };
-        };
+        const answer = (outcome: IntakeOutcome) => ({
+          status: 'success' as const,
+          lead_id: outcome.recordId,
+          created_at: outcome.createdAt,
+          ...s1Extras(handover, outcome),
+        });
         // S1's answer names the lead's created_at: stored after the write that gives that time.
         const { status, body: answered } = await intake.intakeOne(
           ctx,
@@ -410,10 +414,10 @@ export function createIntakeApi({
           handovers,
           (outcomes) => ({
             status: 'success' as const,
-            created: outcomes.map((outcome) => ({
+            created: outcomes.map((outcome, index) => ({
               lead_id: outcome.recordId,
               email: outcome.email,
-              ...s1Booking(outcome),
+              ...s1Extras(handovers[index]!, outcome),
             })),
           }),
           store,

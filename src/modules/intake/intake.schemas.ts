@@ -74,12 +74,22 @@ export const S2RecordBody = Type.Object(
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
     documents: Type.Optional(Type.Array(DocumentRef, { maxItems: 20 })),
     crm: Type.Optional(
-      Type.Object({
-        stage: Type.String({ minLength: 1, maxLength: 100, description: 'A stage of the pipeline' }),
-        pipeline: Type.Optional(
-          Type.String({ maxLength: 100, description: 'A pipeline of the entity; its first when not given' }),
-        ),
-      }),
+      Type.Object(
+        {
+          stage: Type.String({ minLength: 1, maxLength: 100, description: 'A stage of the pipeline' }),
+          pipeline: Type.Optional(
+            Type.String({
+              maxLength: 100,
+              description:
+                'A pipeline of the entity; needed only when the entity has several (else 422 pipeline_required)',
+            }),
+          ),
+        },
+        {
+          description:
+            'The stage a new record enters (CRM module); an unknown stage or pipeline answers 422. A handover that updates or matches a stored record does not move it: a stage other than its own gives the warning {key: crm, reason: existing_record} (stage moves go through POST /api/v1/crm/records/{id}/stage)',
+        },
+      ),
     ),
     booking: Type.Optional(BookingNode),
     distribution: Type.Optional(
@@ -281,10 +291,15 @@ export const S1IntakeBody = Type.Object(
 /** One lead of POST /api/leads/bulk; its entity is the call's. */
 const S1BulkLead = Type.Object(s1LeadProperties, s1LeadOptions);
 
-/** What an S1 answer adds when the lead asked for a booking. */
+/** What an S1 answer adds when the lead asked for a booking, or named a stage it was not moved to. */
 const s1BookingProperties = {
   booking: Type.Optional(BookingAnswer),
-  warnings: Type.Optional(Type.Array(Warning, { description: 'Warnings of the booking' })),
+  warnings: Type.Optional(
+    Type.Array(Warning, {
+      description:
+        'Present when the lead asked for a booking (the booking’s warnings) or when a status:<pipeline> key named another stage than the stored lead’s, which it does not move ({key: crm, reason: existing_record}; PATCH /api/leads/{id}/status moves it)',
+    }),
+  ),
 };
 
 export const S1IntakeResponse = Type.Object({

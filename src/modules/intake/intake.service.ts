@@ -196,6 +196,39 @@ function sourceTokenCannotUpdate(): AppError {
   });
 }
 
+/** Reason of the warning that a stored record was not moved by a handover's `crm` node. */
+export const EXISTING_RECORD = 'existing_record';
+
+/**
+ * The `crm` node (S1 `status:<pipeline>`) places only new records (decisions: Intake): on a
+ * stored record that the handover updates or matches, a stage other than the record's own is
+ * not acted on, and says so, naming the stage move. None when the node names the record's stage.
+ */
+function stageNotMoved(
+  ctx: IntakeContext,
+  handover: Handover,
+  prepared: { entity: EntityDef; placement: Placement | null },
+  existing: { id: string; pipeline_id: string | null; stage_id: string | null },
+): Warning | null {
+  const named = handover.crm ? prepared.placement : null;
+  if (!named || (named.stage.id === existing.stage_id && named.pipeline.id === existing.pipeline_id)) {
+    return null;
+  }
+  const pipeline = prepared.entity.pipelines.find((p) => p.id === existing.pipeline_id);
+  const stage = pipeline?.stages.find((s) => s.id === existing.stage_id);
+  const where =
+    pipeline && stage
+      ? `in ${pipeline.name} / ${stage.name}`
+      : existing.stage_id === null
+        ? 'in no stage'
+        : 'in its stage';
+  // S1 names the key as sent (`status:<pipeline>`) and its own status change.
+  const message = answersAlways200(ctx)
+    ? `the lead exists and stays ${where}: ${handover.crm!.keyPrefix.slice(0, -1)} places only new leads; change its status with PATCH /api/leads/${existing.id}/status`
+    : `the record exists and stays ${where}: the crm node places only new records; move it with POST /api/v1/crm/records/${existing.id}/stage`;
+  return { key: 'crm', reason: EXISTING_RECORD, message };
+}
+
 /** Values of the incoming handover that overwrite a stored record: the non-empty ones. */
 function merge(
   stored: Record<string, unknown>,
@@ -723,14 +756,20 @@ export function createIntakeService({
       email,
       warnings,
     });
+    const keptInStage = (existing: Parameters<typeof stageNotMoved>[3]) => {
+      const warning = stageNotMoved(ctx, handover, prepared, existing);
+      if (warning) warnings.push(warning);
+    };
 
     if (handover.externalId) {
       // The sender's own id declares the same lead and overrides every other rule (decisions §4).
       await records.lock(tx, ctx.accountId, `external:${entity.id}:${handover.externalId}`);
       const existing = await records.findByExternalId(ctx.accountId, entity.id, handover.externalId, tx);
       if (existing && ctx.sourceId !== null) throw sourceTokenCannotUpdate();
-      if (existing)
+      if (existing) {
+        keptInStage(existing);
         return outcome(await updateRecord(ctx, tx, handover, prepared, existing, 'external_id'), false, true);
+      }
       const key = dedupeKeyOf(entity, prepared.values);
       const twin = key ? await records.findByDedupeKey(ctx.accountId, entity.id, key, tx) : undefined;
       return outcome(await createRecord(ctx, tx, handover, prepared, null, twin !== undefined), true, false);
@@ -753,6 +792,7 @@ export function createIntakeService({
           return outcome(await createRecord(ctx, tx, handover, prepared, existing.id, true), true, false);
         }
         if (rule.action === 'update') {
+          keptInStage(existing);
           return outcome(
             await updateRecord(ctx, tx, handover, prepared, existing, 'duplicate_rule'),
             false,
@@ -765,6 +805,7 @@ export function createIntakeService({
             reason: 'duplicate',
             message: `same ${rule.match.join(', ')} as ${existing.id}`,
           });
+          keptInStage(existing);
           return outcome(existing, false, false);
         }
         return outcome(await createRecord(ctx, tx, handover, prepared, existing.id), true, false);

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Name, NextCursor, Timestamp, Uuid } from '../../http/schemas.ts';
 
 /** Bounds of a source's website-form settings (decisions §13; docs/decisions.md, "Website forms"). */
 export const FORM_LIMITS = {
@@ -73,15 +73,13 @@ export const formSettingsProperties = {
 };
 
 export const CreateSourceBody = Type.Object(
-  { name: Type.String({ minLength: 1, maxLength: 100 }), ...formSettingsProperties },
+  { name: Name(100), ...formSettingsProperties },
   { additionalProperties: false },
 );
 
 export const UpdateSourceBody = Type.Object(
   {
-    name: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 100, description: 'A name no other source of the account has' }),
-    ),
+    name: Type.Optional(Name(100, 'A name no other source of the account has')),
     ...formSettingsProperties,
   },
   { additionalProperties: false, description: 'A missing key leaves that setting unchanged' },

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Role as RoleName } from '../../db/types.ts';
 import { accountIdOf, ROLES } from '../../http/auth.ts';
-import { IdParams, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
+import { IdParams, Name, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
 import type { UsersService } from './users.service.ts';
 
 /** Users and roles are the owner's (decisions §14); an API key needs `settings` and `manages_users`. */
@@ -27,7 +27,6 @@ const User = Type.Object({
   role: Role,
   created_at: Timestamp,
 });
-const Name = Type.String({ minLength: 1, maxLength: 200 });
 
 export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = async (app, { users }) => {
   app.post(
@@ -41,7 +40,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
         body: Type.Object(
           {
             email: Type.String({ format: 'email', maxLength: 254 }),
-            name: Name,
+            name: Name(200),
             role: Type.Optional({ ...Role, default: 'member' }),
           },
           { additionalProperties: false },
@@ -99,7 +98,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
           'Rename a user or change their role; a new role ends their sessions at once. Demoting the last owner answers 409 last_owner',
         params: IdParams,
         body: Type.Object(
-          { name: Type.Optional(Name), role: Type.Optional(Role) },
+          { name: Type.Optional(Name(200)), role: Type.Optional(Role) },
           { additionalProperties: false },
         ),
         response: { 200: User, ...s2Errors },
