@@ -10,7 +10,7 @@ import { type RunningServer, startServer } from '../../src/start/server.ts';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
 import { LEAD_ENTITY } from '../helpers/fixtures.ts';
 import { startTestS3, type TestS3 } from '../helpers/s3.ts';
-import { callApi, inProcessServerConfig } from '../helpers/server-process.ts';
+import { callApi, inProcessServerConfig, startServerProcess } from '../helpers/server-process.ts';
 
 const ADMIN_TOKEN = 'adm_storage_backends_token_0123456789';
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n');
@@ -108,10 +108,10 @@ function startWith(dataDir: string, env: Record<string, string>) {
 }
 
 /** A record handed over with documents by URL. */
-const handOver = (server: RunningServer, key: string, email: string, documents: object[]) =>
+const handOver = (server: { url: string }, key: string, email: string, documents: object[]) =>
   callApi(`${server.url}/api/v1/records`, key, 'POST', { entity: 'lead', fields: { email }, documents });
 
-async function accountWithLeads(server: RunningServer): Promise<string> {
+async function accountWithLeads(server: { url: string }): Promise<string> {
   const account = await callApi(`${server.url}/admin/v1/accounts`, ADMIN_TOKEN, 'POST', {
     name: 'Stored documents',
     modules: [],
@@ -239,6 +239,38 @@ describe('documents kept in S3, when the bucket cannot be reached or is asked fo
         { key: url, reason: 'document_unavailable', message: 'storage_error' },
       ]);
       expect(await s3.objectNames()).toEqual([]);
+    }, 90_000);
+
+    it('tells the operator: `leads serve` logs an error line when the store refuses a document', async () => {
+      const url = `${files.base}/offer.pdf`;
+      const server = await startServerProcess({
+        ...s3.env,
+        LEADS_S3_ACCESS_KEY_ID: 'NOT-A-KEY',
+        LEADS_DATA_DIR: path.join(dataDir, 'logged'),
+        LEADS_ADMIN_TOKEN: ADMIN_TOKEN,
+        LEADS_FETCH_ALLOW_PRIVATE: 'true',
+        LOG_LEVEL: 'error',
+      });
+      try {
+        const created = await handOver(server, await accountWithLeads(server), 'logged@backends.test', [
+          { url },
+        ]);
+        expect(created.body.warnings).toEqual([
+          { key: url, reason: 'document_unavailable', message: 'storage_error' },
+        ]);
+        const logged = () =>
+          server
+            .output()
+            .split('\n')
+            .filter((line) => line.startsWith('{'))
+            .map((line) => JSON.parse(line) as { level: number; msg: string; err?: unknown })
+            .filter((line) => line.msg.startsWith('document storage failed'));
+        await expect.poll(logged).toHaveLength(1);
+        expect(logged()[0]).toMatchObject({ level: 50, err: expect.any(Object) });
+      } finally {
+        server.kill('SIGKILL');
+        await server.exited;
+      }
     }, 90_000);
   });
 
