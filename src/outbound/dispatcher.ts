@@ -45,11 +45,21 @@ export interface DispatcherOptions {
 
 /** How long after this node last wrote messages it counts as writing. */
 const WRITERS_ACTIVE_MS = 500;
+/**
+ * Retries this node wrote are woken for on a grid of this many ms (a due time is rounded up to
+ * it): at most this late, and retries due close together are claimed by one look.
+ */
+const WAKE_GRAIN_MS = 5;
+/** Due times of retries remembered at most; later ones are found by the regular look. */
+const MAX_KNOWN_DUE = 1_000;
+/** The longest single wait of the wake-up timer (Node's timers hold at most about 24 days). */
+const MAX_WAKE_WAIT_MS = 86_400_000;
 
 /**
  * Sends due outbound messages from the workers: claims them (leased, skipping rows other
  * processes hold), sends with bounded concurrency, and writes each attempt. It looks again at
- * once while it finds work, after messages were written on this node, and every `idlePollMs`.
+ * once while it finds work, after messages were written on this node, when a retry written on
+ * this node is due (one timer, for the earliest), and every `idlePollMs`.
  */
 export function createDispatcher(
   outbound: OutboundService,
@@ -82,6 +92,50 @@ export function createDispatcher(
   let paced: NodeJS.Timeout | null = null;
   /** How long the oldest message of the last claim had waited since it was written. */
   let claimedLagMs = 0;
+  /**
+   * Due times (rounded up to `WAKE_GRAIN_MS`, each once, earliest first) of the retries this
+   * node wrote, and the one timer set for the first: without it a retry waited for the next
+   * look, up to `idlePollMs` past its due time. Other nodes' retries are found by the looks.
+   */
+  const knownDue: number[] = [];
+  let wake: NodeJS.Timeout | null = null;
+
+  function retryWritten(dueAt: Date): void {
+    if (!started) return;
+    const slot = Math.ceil(dueAt.getTime() / WAKE_GRAIN_MS) * WAKE_GRAIN_MS;
+    let low = 0;
+    let high = knownDue.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (knownDue[middle]! < slot) low = middle + 1;
+      else high = middle;
+    }
+    if (knownDue[low] === slot || low >= MAX_KNOWN_DUE) return;
+    knownDue.splice(low, 0, slot);
+    if (knownDue.length > MAX_KNOWN_DUE) knownDue.pop();
+    if (low === 0) armWake();
+  }
+
+  function armWake(): void {
+    if (wake) clearTimeout(wake);
+    wake = null;
+    const next = knownDue[0];
+    if (next === undefined || !started) return;
+    wake = setTimeout(woken, Math.min(Math.max(0, next - Date.now()), MAX_WAKE_WAIT_MS));
+    wake.unref();
+  }
+
+  function woken(): void {
+    wake = null;
+    const now = Date.now();
+    // A timer counts from the event loop's clock, which can lag: one that fires early (or a
+    // long wait cut short) waits for the rest, since the claim takes only rows due by now.
+    let passed = 0;
+    while (passed < knownDue.length && knownDue[passed]! <= now) passed++;
+    knownDue.splice(0, passed);
+    armWake();
+    if (passed > 0) void pump();
+  }
 
   const unwritten = () => waiting.length + running.size;
 
@@ -197,6 +251,7 @@ export function createDispatcher(
         setImmediate(() => void pump());
         setTimeout(() => void pump(), 20).unref();
       });
+      outbound.setRetryListener(retryWritten);
       schedule();
       void pump();
     },
@@ -205,8 +260,12 @@ export function createDispatcher(
     async stop(timeoutMs = 10_000) {
       started = false;
       outbound.setEnqueuedListener(() => {});
+      outbound.setRetryListener(() => {});
       if (timer) clearTimeout(timer);
       if (paced) clearTimeout(paced);
+      if (wake) clearTimeout(wake);
+      wake = null;
+      knownDue.length = 0;
       let expired = false;
       const deadline = setTimeout(() => {
         expired = true;

@@ -109,6 +109,8 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
   /** Told after messages were written, and whether a request (not the workers' own work) wrote them. */
   let onEnqueued: (byRequest: boolean) => void = () => {};
   const enqueued = () => onEnqueued(!inBackground());
+  /** Told after a failed attempt was written with a retry due at the given time. */
+  let onRetryWritten: (dueAt: Date) => void = () => {};
 
   async function subscriptionsOf(accountId: string, tx?: Executor) {
     const cached = cache.get(accountId);
@@ -216,13 +218,14 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     } as const;
     onSent?.();
     const hook = message.notify ? hooks.get(message.notify) : undefined;
+    let written = false;
     if (!hook && result.ok) {
       await deliveredWrites.submit('', finished);
     } else if (!hook) {
-      await repo.finishAttempt(finished);
+      written = await repo.finishAttempt(finished);
     } else {
-      await db.transaction().execute(async (tx) => {
-        if (!(await repo.finishAttempt(finished, tx))) return;
+      written = await db.transaction().execute(async (tx) => {
+        if (!(await repo.finishAttempt(finished, tx))) return false;
         await hook(tx, {
           accountId: message.account_id,
           messageId: message.id,
@@ -233,8 +236,10 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
           statusCode: result.statusCode,
           gone: result.gone,
         });
+        return true;
       });
     }
+    if (written && finished.nextAttemptAt) onRetryWritten(finished.nextAttemptAt);
     if (message.destination_id && (result.gone || !result.ok)) cache.delete(message.account_id);
     return result;
   }
@@ -368,6 +373,15 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
      */
     setEnqueuedListener(listener: (byRequest: boolean) => void) {
       onEnqueued = listener;
+    },
+
+    /**
+     * Called after an attempt was written with a retry (its message's `next_attempt_at`), from
+     * the dispatcher's sends and from `sendNow`: the dispatcher wakes then instead of at its
+     * next look.
+     */
+    setRetryListener(listener: (dueAt: Date) => void) {
+      onRetryWritten = listener;
     },
 
     /**

@@ -30,6 +30,7 @@ export async function startReceiver(port = 0) {
   const answers: Answer[] = [];
   let secrets: string[] = [];
   let fallback: Answer = { status: 200, body: 'ok' };
+  let beforeAnswer: ((entry: Received) => Promise<void>) | null = null;
   const hanging = new Set<http.ServerResponse>();
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -64,8 +65,9 @@ export async function startReceiver(port = 0) {
         return;
       }
       const respond = () => response.writeHead(answer.status, answer.headers).end(answer.body ?? '');
-      if (answer.delayMs) setTimeout(respond, answer.delayMs);
-      else respond();
+      const answerNow = () => (answer.delayMs ? setTimeout(respond, answer.delayMs) : respond());
+      if (beforeAnswer) void beforeAnswer(entry).finally(answerNow);
+      else answerNow();
     });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -85,6 +87,10 @@ export async function startReceiver(port = 0) {
     },
     answerAlways(answer: Answer) {
       fallback = answer;
+    },
+    /** Runs `step` on each verified request before answering it (the sender waits meanwhile). */
+    beforeAnswering(step: (entry: Received) => Promise<void>) {
+      beforeAnswer = step;
     },
     async close() {
       for (const response of hanging) response.destroy();

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInBackground } from '../../src/jobs/background.ts';
 import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -154,7 +155,12 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
       });
       expect(byToken.statusCode).toBe(200);
 
-      await waitFor(() => hook.received.length >= 13, 10_000, 'thirteen webhooks');
+      // Thirteen messages, counted by webhook-id: a message sent twice (below) is not two.
+      await waitFor(
+        () => new Set(hook.received.map((entry) => entry.headers['webhook-id'])).size >= 13,
+        10_000,
+        'thirteen webhooks',
+      );
       expect(hook.invalid).toEqual([]);
       // Delivery is at least once: on a loaded machine a claim's lease can run out mid-send and the
       // message goes again with the same webhook-id, which is what receivers dedupe by. Count messages.
@@ -470,6 +476,84 @@ describe.each(TEST_DATABASES)('outbound webhooks with real receivers on %s', (ki
       await intake(account, 'slow-down@events.test');
       await waitFor(() => hook.received.length >= 2, 5_000, 'the retry after Retry-After');
       expect(hook.received[1]!.at - hook.received[0]!.at).toBeGreaterThanOrEqual(950);
+    });
+
+    it('starts each retry at the due time it stored, not at the next look for due messages', async () => {
+      // A sub-second schedule (decisions §12) and looks a second apart. Left to the looks, the
+      // second retry starts about a second after the first, some 500 ms past its due time;
+      // woken by the dispatcher at its due time, within a few ms. The tolerance is a fifth of
+      // the look's interval: room for a loaded machine, whose process may wait for a CPU.
+      const schedule = [200, 400, 800];
+      const tolerance = 200;
+      const timely = await startTestApp(kind, {
+        outbound: { retryScheduleMs: schedule, webhookTimeoutMs: 1_000, leaseMs: 5_000 },
+      });
+      const local = createDispatcher(timely.services.outbound, silent, { idlePollMs: 1_000 });
+      local.start();
+      try {
+        const account = await accountWithLeads(timely);
+        const hook = await receiver();
+        const created = await timely.request({
+          method: 'POST',
+          url: '/api/v1/settings/webhooks',
+          key: account.apiKey,
+          body: { url: hook.url, events: ['record.created'] },
+        });
+        hook.verifyWith(created.json().secret);
+        // Written as the workers' own work (an automation's webhook): a request's write would
+        // pace the claims for half a second while the machine's CPUs are contended, a rule of
+        // its own (Outbound messages in docs/decisions.md).
+        const send = (id: string) =>
+          runInBackground(() =>
+            timely.services.outbound.enqueueWebhook(timely.db, account.id, {
+              destinationId: created.json().id,
+              type: 'record.created',
+              data: { record: { id } },
+            }),
+          );
+        const delivered = (id: string) =>
+          waitFor(async () => {
+            const row = await timely.db
+              .selectFrom('outbound_messages')
+              .select(['status', 'attempts'])
+              .where('account_id', '=', account.id)
+              .where('id', '=', id)
+              .executeTakeFirstOrThrow();
+            return row.status === 'delivered' ? row : null;
+          }, 10_000);
+        // A first message failed once and sent again: the statements and the connection are
+        // warm, so that what is measured below is when retries start, not a first use's cost.
+        hook.answerNext({ status: 500 });
+        await delivered(await send('warm-up'));
+        hook.answerNext({ status: 500 }, { status: 503 }, { status: 500 });
+        // While an attempt waits for its answer, its message row still holds the due time it was
+        // claimed for (the next one is written after the answer).
+        const timings: { at: number; dueAt: number }[] = [];
+        hook.beforeAnswering(async (entry) => {
+          const row = await timely.db
+            .selectFrom('outbound_messages')
+            .select('next_attempt_at')
+            .where('account_id', '=', account.id)
+            .where('id', '=', String(entry.headers['webhook-id']))
+            .executeTakeFirstOrThrow();
+          timings.push({ at: entry.at, dueAt: row.next_attempt_at.getTime() });
+        });
+        expect(await delivered(await send('on-time'))).toEqual({ status: 'delivered', attempts: 4 });
+        expect(timings).toHaveLength(4);
+        for (let retry = 1; retry < timings.length; retry++) {
+          const { at, dueAt } = timings[retry]!;
+          // Never before its due time, which is at least its delay after the previous attempt…
+          expect(dueAt - timings[retry - 1]!.at).toBeGreaterThanOrEqual(schedule[retry - 1]!);
+          expect(at).toBeGreaterThanOrEqual(dueAt);
+          // …and started soon after it.
+          expect(at - dueAt, `retry ${retry} started ${at - dueAt} ms after its due time`).toBeLessThan(
+            tolerance,
+          );
+        }
+      } finally {
+        await local.stop(1_000);
+        await timely.close();
+      }
     });
 
     it('counts a hang past the timeout as a failed attempt and retries', async () => {
