@@ -231,6 +231,15 @@ describe.each(TEST_DATABASES)('CRM stage moves on %s', (kind) => {
         pipeline: 'Renewal',
         stage: 'Renewed',
       });
+      // A lead is in one stage: a second status key is refused, not dropped.
+      const twoStatuses = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'deal', email: 's1-two@b.co', 'status:Sales': 'Won', 'status:Renewal': 'Renewed' },
+      });
+      expect(twoStatuses.statusCode).toBe(422);
+      expect(Object.keys(twoStatuses.json().errors)).toEqual(['status:Renewal']);
       // Or by the ids S1's entity listing shows.
       const listed = (await t.request({ method: 'GET', url: '/api/entities', key: account.apiKey })).json();
       const deal = listed.find((entity: { slug: string }) => entity.slug === 'deal');

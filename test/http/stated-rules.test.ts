@@ -153,6 +153,18 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
       expect(
         (await call('POST', '/api/intake', { lead_object: 'lead', email: 'alias@b.co' })).statusCode,
       ).toBe(200);
+      // Both names, naming different entities: refused, not one of them set aside unsaid.
+      const both = await call('POST', '/api/intake', {
+        entity: 'lead',
+        lead_object: 'other',
+        email: 'two@b.co',
+      });
+      expect(both.statusCode).toBe(422);
+      expect(both.json().errors.lead_object).toBeDefined();
+      expect(
+        (await call('POST', '/api/intake', { entity: 'lead', lead_object: 'Lead', email: 'same@b.co' }))
+          .statusCode,
+      ).toBe(200);
     });
 
     it('a key the body does not list is named in the detail, on S2 and on S1', async () => {

@@ -538,6 +538,24 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(s1.statusCode).toBe(403);
       expect(s1.json()).toMatchObject({ status: 'error' });
       expect(await count('s1-node@b.co')).toBe(0);
+      // S1 bulk is all or nothing: one lead with a node refuses the call, 403 (not a 500).
+      for (const node of [{ 'status:Sales': 'Won' }, { booking: true }]) {
+        const s1Bulk = await t.request({
+          method: 'POST',
+          url: '/api/leads/bulk',
+          key: writer,
+          body: {
+            entity: 'lead',
+            batch: [{ email: 's1-bulk-plain@b.co' }, { email: 's1-bulk-node@b.co', ...node }],
+          },
+        });
+        expect([Object.keys(node)[0], s1Bulk.statusCode, s1Bulk.json().status]).toEqual([
+          Object.keys(node)[0],
+          403,
+          'error',
+        ]);
+      }
+      expect(await count('s1-bulk-plain@b.co')).toBe(0);
       // With the permission the node acts.
       const crmWriter = await keyWith(['records:write', 'crm']);
       const placed = await intake(

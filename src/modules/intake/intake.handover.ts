@@ -360,6 +360,17 @@ export function readS1Lead(
   const entity = body.entity ?? body.lead_object ?? defaults.entity;
   if (typeof entity !== 'string' || entity.trim() === '') {
     problems.push({ key: 'entity', reason: 'required', message: 'entity (or lead_object) is required' });
+  } else if (
+    // Two names of the entity that name different ones: neither is set aside without a word.
+    typeof body.lead_object === 'string' &&
+    body.entity !== undefined &&
+    body.lead_object.trim().toLowerCase() !== entity.trim().toLowerCase()
+  ) {
+    problems.push({
+      key: 'lead_object',
+      reason: 'not_allowed',
+      message: `lead_object (${body.lead_object.trim()}) and entity (${entity.trim()}) differ; send one of them`,
+    });
   }
   let crm: Handover['crm'] = null;
   const submitted: [string, unknown][] = [];
@@ -370,6 +381,13 @@ export function readS1Lead(
       const pipeline = key.slice('status:'.length).trim();
       if (typeof value !== 'string' || value.trim() === '') {
         problems.push({ key, reason: 'invalid_type', message: `${key} must name a status` });
+      } else if (crm) {
+        // A lead is in one stage: a second status would be dropped without a word.
+        problems.push({
+          key,
+          reason: 'too_many',
+          message: `one status:<pipeline> key per lead; ${crm.keyPrefix.slice(0, -1)} is given too`,
+        });
       } else {
         crm = { pipeline: pipeline || null, stage: value.trim(), keyPrefix: `${key}.` };
       }

@@ -1275,8 +1275,10 @@ export function createIntakeService({
           prepared.push(entry);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
-          if (error.code === 'unknown_entity') throw error;
-          for (const detail of error.details ?? [])
+          // Problems with details are gathered over the leads; a refusal without (a node beyond
+          // the key's permissions) and an unknown entity are the whole call's answer.
+          if (error.code === 'unknown_entity' || !error.details) throw error;
+          for (const detail of error.details)
             problems.push({ ...detail, key: `batch.${index}.${detail.key}` });
         }
       }
