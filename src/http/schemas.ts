@@ -38,12 +38,12 @@ const NAME_RULE = 'at least one character other than a blank; blanks only answer
 /**
  * A name a person reads as a title (an account's, a key's, a user's, an entity's and its
  * fields' labels, pipelines and stages, sources, partners, automations, calendars, rules,
- * return reasons): 1–`maxLength` characters, not all blanks. A blank name is refused, never
+ * return reasons): at most `maxLength` characters, not empty and not all blanks. A blank name is refused, never
  * trimmed into another; blanks around other text stay as each module keeps them today.
  */
 export const Name = (maxLength: number, description?: string) =>
   Type.String({
-    minLength: 1,
+    // No minLength: the pattern refuses "" too, so an empty name reads `required` as a blank one does.
     maxLength,
     pattern: NAME_PATTERN,
     description: description ? `${description}; ${NAME_RULE}` : `A name: ${NAME_RULE}`,

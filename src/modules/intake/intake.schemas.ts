@@ -227,7 +227,8 @@ export const BulkResponse = Type.Object({
 });
 
 /** Text that is not blank (the service trims names). */
-const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
+const NonBlank = (maxLength: number, description?: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', ...(description ? { description } : {}) });
 const NoteText = Type.String({ maxLength: 10_000 });
 
 /** Keys of an S1 lead that are parameters, not field names (interface: POST /intake). */
@@ -270,14 +271,21 @@ const s1LeadOptions = {
   maxProperties: 600,
   propertyNames: { maxLength: 200 },
   // `status:<pipeline>` places the lead in a stage (CRM module); the prefix is case-insensitive.
-  patternProperties: { '^[Ss][Tt][Aa][Tt][Uu][Ss]:': NonBlank(100) },
+  patternProperties: {
+    '^[Ss][Tt][Aa][Tt][Uu][Ss]:': NonBlank(
+      100,
+      'A status (stage) name or id of that pipeline; one such key per lead (a second answers 422, reason too_many)',
+    ),
+  },
 };
 
 /** POST /api/intake: flat JSON or form; `entity` (or its alias `lead_object`) is required. */
 export const S1IntakeBody = Type.Object(
   {
     entity: Type.Optional(NonBlank(100)),
-    lead_object: Type.Optional(NonBlank(100)),
+    lead_object: Type.Optional(
+      NonBlank(100, 'Another name of entity; given beside entity, it must name the same one (else 422)'),
+    ),
     ...s1LeadProperties,
   },
   {
