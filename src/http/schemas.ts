@@ -29,10 +29,12 @@ export const IdParams = Type.Object({ id: Uuid });
 /**
  * The rule of a name people read as a title: at least one character other than a blank (space,
  * tab, line break, and every other character JavaScript's `\s` matches, which is what `trim`
- * removes). The error handler reads a failure of this pattern as reason `required`: a name of
- * blanks names nothing, as a missing one does (docs/decisions.md, HTTP conventions).
+ * removes) or an invisible format character (soft hyphen, zero-width space and joiners,
+ * direction marks, word joiner and invisible operators, the byte-order mark), which show
+ * nothing either. The error handler reads a failure of this pattern as reason `required`: a
+ * name of blanks names nothing, as a missing one does (docs/decisions.md, HTTP conventions).
  */
-export const NAME_PATTERN = '\\S';
+export const NAME_PATTERN = '[^\\s\\u00AD\\u180E\\u200B-\\u200F\\u2060-\\u2064\\uFEFF]';
 const NAME_RULE = 'at least one character other than a blank; blanks only answer 422 (reason required)';
 
 /**

@@ -71,7 +71,8 @@ describe.each(TEST_DATABASES)('settings: API keys on %s', (kind) => {
 
     it('refuses a key name of blanks only, on creation and rename, and keeps blanks around text', async () => {
       const before = (await call('GET', '/api/v1/settings/api-keys')).json().api_keys.length;
-      for (const name of ['   ', '\t', '\r\n']) {
+      // Blanks, an empty name, and characters that show nothing (zero-width space, BOM, soft hyphen).
+      for (const name of ['   ', '\t', '\r\n', '', '\u200B', ' \uFEFF\u00AD ']) {
         const refused = await call('POST', '/api/v1/settings/api-keys', { name });
         expect(refused.statusCode, JSON.stringify(name)).toBe(422);
         expect(refused.json().details).toEqual([
