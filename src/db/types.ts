@@ -523,7 +523,8 @@ export interface BookingLinksTable {
   calendar_id: string;
   token_hash: Buffer;
   title: string;
-  duration_minutes: number;
+  /** Null: the calendar's slot length (migration 0028). */
+  duration_minutes: number | null;
   expires_at: Timestamp;
   appointment_id: string | null;
   created_at: CreatedAt;

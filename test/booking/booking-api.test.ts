@@ -91,6 +91,104 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
       expect(left.json().default).toBe(true);
     });
 
+    it('stores a zone as the time zone database spells it, and an alias or Etc zone as written', async () => {
+      const account = await accountWithLeads(t, { modules: ['booking'] });
+      const zoneOf = async (timeZone: string) => {
+        const response = await t.request({
+          method: 'POST',
+          url: CALENDARS,
+          key: account.apiKey,
+          body: { ...BERLIN_CALENDAR, time_zone: timeZone },
+        });
+        expect(response.statusCode, timeZone).toBe(201);
+        return response.json() as { id: string; time_zone: string };
+      };
+      expect((await zoneOf('europe/berlin')).time_zone).toBe('Europe/Berlin');
+      expect((await zoneOf('AMERICA/NEW_YORK')).time_zone).toBe('America/New_York');
+      expect((await zoneOf('utc')).time_zone).toBe('UTC');
+      // Aliases stay as written: the runtime's name for them is another (Asia/Calcutta, Europe/Kiev).
+      expect((await zoneOf('Asia/Kolkata')).time_zone).toBe('Asia/Kolkata');
+      expect((await zoneOf('Europe/Kyiv')).time_zone).toBe('Europe/Kyiv');
+      // Etc/GMT-1 is a zone of the database: UTC+01:00 all year (the sign is POSIX's, reversed).
+      const fixed = await zoneOf('Etc/GMT-1');
+      expect(fixed.time_zone).toBe('Etc/GMT-1');
+      const changed = await t.request({
+        method: 'PATCH',
+        url: `${CALENDARS}/${fixed.id}`,
+        key: account.apiKey,
+        body: { time_zone: 'europe/london' },
+      });
+      expect(changed.statusCode).toBe(200);
+      expect(changed.json().time_zone).toBe('Europe/London');
+    });
+
+    it('books a link for the calendar’s slot length as it is now, and at most that long', async () => {
+      const account = await accountWithLeads(t, { modules: ['booking'] });
+      const calendar = await createCalendar(t, account, { ...BERLIN_CALENDAR, slot_minutes: 60 });
+      const slotsOf = async (token: string) => {
+        const response = await t.request({
+          method: 'GET',
+          url: `/api/v1/booking/slots?token=${token}&from=2027-03-23&to=2027-03-24`,
+        });
+        expect(response.statusCode, response.body).toBe(200);
+        return response.json() as {
+          duration_minutes: number;
+          slots: { starts_at: string; ends_at: string }[];
+        };
+      };
+      const slotMinutes = async (minutes: number) => {
+        const response = await t.request({
+          method: 'PATCH',
+          url: `${CALENDARS}/${calendar.id}`,
+          key: account.apiKey,
+          body: { slot_minutes: minutes },
+        });
+        expect(response.statusCode).toBe(200);
+      };
+      // A link without a duration, and one that asked for 45 minutes.
+      const plain = await recordWithLink(t, account);
+      const asked = await t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: account.apiKey,
+        body: { entity: 'lead', fields: { email: 'asked@example.com' }, booking: { duration_minutes: 45 } },
+      });
+      const askedToken = asked.json().booking.token as string;
+      expect((await slotsOf(plain.token)).duration_minutes).toBe(60);
+      expect((await slotsOf(askedToken)).duration_minutes).toBe(45);
+
+      await slotMinutes(15);
+      const shorter = await slotsOf(plain.token);
+      expect(shorter.duration_minutes).toBe(15);
+      expect(shorter.slots[1]).toEqual({
+        starts_at: '2027-03-23T08:15:00.000Z',
+        ends_at: '2027-03-23T08:30:00.000Z',
+      });
+      expect((await slotsOf(askedToken)).duration_minutes).toBe(15);
+      const booked = await publicBook(t, plain.token, '2027-03-23T08:15:00Z');
+      expect(booked.statusCode).toBe(201);
+      expect(booked.json().ends_at).toBe('2027-03-23T08:30:00.000Z');
+      // Its neighbour slots stay free: the appointment took one 15-minute slot, not four.
+      const free = (await slotsOf(askedToken)).slots.map((slot) => slot.starts_at);
+      expect(free).toContain('2027-03-23T08:30:00.000Z');
+      expect(free).not.toContain('2027-03-23T08:15:00.000Z');
+
+      // Longer slots: the asked 45 minutes stay 45; a link without a duration follows.
+      await slotMinutes(90);
+      expect((await slotsOf(askedToken)).duration_minutes).toBe(45);
+      const other = await recordWithLink(t, account, 'other@example.com');
+      await slotMinutes(60);
+      expect((await slotsOf(other.token)).duration_minutes).toBe(60);
+      const page = await t.app.inject({ method: 'GET', url: `/book/${other.token}` });
+      expect(page.body).toContain('Consultation · 60 minutes');
+      await slotMinutes(90);
+      expect((await slotsOf(other.token)).duration_minutes).toBe(90);
+      // 10:30 in Berlin, the second 90-minute slot (the first overlaps the appointment above).
+      const long = await publicBook(t, askedToken, '2027-03-23T09:30:00Z');
+      expect(long.statusCode, long.body).toBe(201);
+      expect(long.json().ends_at).toBe('2027-03-23T10:15:00.000Z');
+    });
+
     it('lists the free slots of a link and books one; the link then answers already_booked', async () => {
       const { account } = await bookingAccount(t);
       const link = await recordWithLink(t, account);
@@ -247,9 +345,21 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         expect(response.statusCode, JSON.stringify(body)).toBe(422);
         return response.json().details.map((d: { key: string; reason: string }) => `${d.key}:${d.reason}`);
       };
-      expect(await refused({ ...BERLIN_CALENDAR, time_zone: 'Mars/Olympus' })).toEqual([
-        'time_zone:invalid_time_zone',
-      ]);
+      // Bare offsets are no IANA zone, though Intl takes some of them; nor are UTC+1 and GMT+1.
+      for (const timeZone of [
+        'Mars/Olympus',
+        '+01:00',
+        '+0100',
+        '-05:30',
+        'UTC+1',
+        'GMT+1',
+        'Etc/GMT+14',
+        ' UTC',
+      ]) {
+        expect(await refused({ ...BERLIN_CALENDAR, time_zone: timeZone })).toEqual([
+          'time_zone:invalid_time_zone',
+        ]);
+      }
       expect(await refused({ ...BERLIN_CALENDAR, weekly: { mon: [['12:00', '09:00']] } })).toEqual([
         'weekly.mon.0:invalid_range',
       ]);
@@ -272,6 +382,28 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
       expect(await refused({ ...BERLIN_CALENDAR, capacity: 0 })).toHaveLength(1);
       const list = await t.request({ method: 'GET', url: CALENDARS, key: account.apiKey });
       expect(list.json().calendars).toEqual([]);
+    });
+
+    it('refuses a bare offset as the zone of a changed calendar, and keeps the zone it had', async () => {
+      const { account, calendar } = await bookingAccount(t);
+      for (const timeZone of ['+01:00', 'UTC+1', 'GMT+1']) {
+        const response = await t.request({
+          method: 'PATCH',
+          url: `${CALENDARS}/${calendar.id}`,
+          key: account.apiKey,
+          body: { time_zone: timeZone, name: 'Changed' },
+        });
+        expect(response.statusCode, timeZone).toBe(422);
+        expect(response.json().details).toEqual([
+          { key: 'time_zone', reason: 'invalid_time_zone', message: expect.any(String) },
+        ]);
+      }
+      const kept = await t.request({
+        method: 'GET',
+        url: `${CALENDARS}/${calendar.id}`,
+        key: account.apiKey,
+      });
+      expect(kept.json()).toMatchObject({ time_zone: 'Europe/Berlin', name: 'Consultation' });
     });
 
     it('keeps the default: false on the default calendar is refused', async () => {
@@ -326,6 +458,55 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         body: { token: link.token, starts_at: 'soon' },
       });
       expect(unreadable.statusCode).toBe(422);
+      // Impossible offsets and parts are unreadable, not another day: without the bound,
+      // +24:00 read 2027-03-23T10:00 as Monday 10:00Z, a free slot.
+      for (const startsAt of [
+        '2027-03-23T10:00:00+24:00',
+        '2027-03-23T10:00:00+23:60',
+        '2027-03-27T12:00:00+99:00',
+        '2027-03-21T10:00:00-24:00',
+        '2027-03-22T10:00:00+2400',
+        '2027-13-22T10:00:00Z',
+        '2027-03-32T10:00:00Z',
+        '2027-02-29T10:00:00Z',
+        '2027-03-22T25:00:00Z',
+        '2027-03-21T24:00:00+01:00',
+        '2027-03-22T10:60:00Z',
+        '2027-03-22T10:00:60Z',
+      ]) {
+        const response = await publicBook(t, link.token, startsAt);
+        expect(response.statusCode, startsAt).toBe(422);
+        expect(response.json().details).toEqual([
+          { key: 'starts_at', reason: 'invalid_starts_at', message: expect.any(String) },
+        ]);
+      }
+      expect(await appointmentCount(t, account.id)).toBe(0);
+      // The slot listing's bounds and the appointment filters read times the same way.
+      for (const query of [
+        'from=2027-03-23T10:00:00%2B24:00',
+        'to=2027-03-22T24:00:00Z',
+        'from=2027-02-30',
+      ]) {
+        const response = await t.request({
+          method: 'GET',
+          url: `/api/v1/booking/slots?token=${link.token}&${query}`,
+        });
+        expect(response.statusCode, query).toBe(422);
+      }
+      // A leap second passes the schema's date-time but names no time Date can read (was 500).
+      for (const query of [
+        'from=2027-03-23T10:00:00%2B24:00',
+        'to=2027-03-22T10:00:00-23:60',
+        'from=2027-12-31T23:59:60Z',
+        'to=0000-01-01T00:00:00Z',
+      ]) {
+        const response = await t.request({
+          method: 'GET',
+          url: `/api/v1/booking/appointments?${query}`,
+          key: account.apiKey,
+        });
+        expect(response.statusCode, query).toBe(422);
+      }
       const wide = await t.request({
         method: 'GET',
         url: `/api/v1/booking/slots?token=${link.token}&from=2027-03-22&to=2027-06-01`,

@@ -276,6 +276,49 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       expect(noTime.json().booking.token).toMatch(/^bk_/);
     });
 
+    it('warns invalid_starts_at on an impossible offset or part, instead of booking another time', async () => {
+      const { account } = await bookingAccount(t);
+      // Each of these was read as a free slot: +24:00 and +23:60 a day early, +99:00 four days
+      // and three hours, +47:00 nearly two days; hour 24 as the next midnight.
+      for (const startsAt of [
+        '2027-03-23T10:00:00+24:00',
+        '2027-03-23T10:30:00+23:60',
+        '2027-03-27T12:00:00+99:00',
+        '2027-03-25T09:30:00+47:00',
+        '2027-03-21T10:00:00-24:00',
+        '2027-03-23T10:00:00+2400',
+        '2027-03-22T24:00:00-09:00',
+        '2027-13-22T10:00:00Z',
+        '2027-03-32T10:00:00Z',
+        '2027-02-29T10:00:00Z',
+        '2027-03-22T25:00:00Z',
+        '2027-03-22T10:60:00Z',
+        '2027-03-22T10:00:60Z',
+      ]) {
+        const response = await intake(account.apiKey, {
+          entity: 'lead',
+          fields: { email: 'offset@example.com' },
+          booking: { starts_at: startsAt },
+        });
+        expect(response.statusCode, startsAt).toBe(201);
+        expect(response.json().warnings, startsAt).toEqual([
+          { key: 'booking.starts_at', reason: 'invalid_starts_at', message: expect.any(String) },
+        ]);
+        expect(response.json().booking.token).toMatch(/^bk_/);
+      }
+      expect(await appointmentCount(t, account.id)).toBe(0);
+      // The widest real offsets are read: 10:01 at -23:59 is 10:00Z the next day, a free slot.
+      const widest = await intake(account.apiKey, {
+        entity: 'lead',
+        fields: { email: 'widest@example.com' },
+        booking: { starts_at: '2027-03-21T10:01:00-23:59' },
+      });
+      expect(widest.json().booking).toEqual({
+        appointment_id: expect.any(String),
+        starts_at: '2027-03-22T10:00:00.000Z',
+      });
+    });
+
     it('warns no_calendar without a calendar (or with an unknown calendar_id); the record is created', async () => {
       const account = await accountWithLeads(t, { modules: ['booking'] });
       const response = await intake(account.apiKey, {

@@ -95,6 +95,18 @@ describe.each(TEST_DATABASES)('the public booking page on %s', (kind) => {
       const script = await page('/book/assets/booking.js');
       expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
     });
+
+    it('keeps a calendar’s zone selected that the runtime lists under another name (UTC, Etc/GMT-1, an alias)', async () => {
+      for (const zone of ['UTC', 'Etc/GMT-1', 'Asia/Kolkata']) {
+        const account = await accountWithLeads(t, { modules: ['booking'] });
+        await createCalendar(t, account, { ...ALWAYS_OPEN, time_zone: zone });
+        const link = await recordWithLink(t, account);
+        const shown = await page(new URL(link.url).pathname);
+        expect(shown.statusCode).toBe(200);
+        expect(shown.body, zone).toContain(`<option value="${zone}" selected>`);
+        expect(shown.body.match(/ selected>/g), zone).toHaveLength(1);
+      }
+    });
   });
 
   describe('errors (HTML, no browser)', () => {

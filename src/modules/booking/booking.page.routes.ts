@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { AppError } from '../../http/errors.ts';
-import type { BookingService } from './booking.service.ts';
+import { type BookingService, linkMinutes } from './booking.service.ts';
 import type { BookingVisitorLimit } from './booking.visitors.ts';
 
 /**
@@ -114,7 +114,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
         title: link.title,
         calendarName: calendar.name,
         calendarZone: calendar.time_zone,
-        durationMinutes: link.duration_minutes,
+        durationMinutes: linkMinutes(link, calendar),
         zone,
         zoneChosen: chosen,
         week,

@@ -129,7 +129,11 @@ export interface SlotPageView {
 }
 
 function zoneSelect(selected: string): string {
-  const options = timeZones()
+  // The runtime lists each zone once, under its own name; a zone shown under another (a
+  // calendar's `UTC`, `Etc/GMT-1` or alias `Asia/Kolkata`, stored as written) is listed first,
+  // so that it stays the selected one rather than the list's first.
+  const zones = timeZones();
+  const options = (zones.includes(selected) ? zones : [selected, ...zones])
     .map(
       (zone) =>
         `<option value="${escapeHtml(zone)}"${zone === selected ? ' selected' : ''}>${escapeHtml(zone)}</option>`,

@@ -45,7 +45,8 @@ export interface LinkRow {
   record_id: string;
   calendar_id: string;
   title: string;
-  duration_minutes: number;
+  /** The length asked for, or null for the calendar's slot length (see `linkMinutes`). */
+  duration_minutes: number | null;
   expires_at: Date;
   appointment_id: string | null;
   /** The modules its account has booked now (the public surface has no API key to carry them). */
@@ -381,7 +382,7 @@ export function createBookingRepo(db: Executor) {
         calendarId: string;
         tokenHash: Buffer;
         title: string;
-        durationMinutes: number;
+        durationMinutes: number | null;
         expiresAt: Date;
       },
       tx: Executor,

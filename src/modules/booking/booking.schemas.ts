@@ -38,7 +38,8 @@ const calendarProperties = {
   time_zone: Type.String({
     minLength: 1,
     maxLength: 64,
-    description: 'An IANA time zone (e.g. Europe/Berlin); another name answers 422 invalid_time_zone',
+    description:
+      'An IANA time zone name (e.g. Europe/Berlin, UTC, Etc/GMT-1), stored as the time zone database spells it (europe/berlin becomes Europe/Berlin; an alias stays as written); another value, a bare offset such as +01:00 too, answers 422 invalid_time_zone',
   }),
   slot_minutes: Type.Integer({ minimum: 5, maximum: 1440, description: 'Length of a slot (default 30)' }),
   buffer_minutes: Type.Integer({ minimum: 0, maximum: 1440, description: 'Gap after each slot (default 0)' }),
@@ -126,7 +127,10 @@ export const SlotsQuery = Type.Object(
 
 export const SlotList = Type.Object({
   time_zone: Type.String({ description: 'The calendar’s time zone' }),
-  duration_minutes: Type.Integer(),
+  duration_minutes: Type.Integer({
+    description:
+      'How long an appointment booked now lasts: the length the link was made with, at most the calendar’s slot length as it is now, or that slot length when none was asked',
+  }),
   slots: Type.Array(Type.Object({ starts_at: Timestamp, ends_at: Timestamp })),
 });
 

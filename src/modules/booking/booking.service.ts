@@ -3,16 +3,16 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
-import { decodeCursor, encodeCursor } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import type { AppointmentMail } from './booking.emails.ts';
 import type { AppointmentRow, BookingRepo, CalendarColumns, CalendarRow, LinkRow } from './booking.repo.ts';
 import {
   type CalendarRules,
+  calendarTimeZone,
   type Hours,
   isHourMinute,
-  isValidTimeZone,
   minutesOf,
   WEEKDAYS,
 } from './booking.rules.ts';
@@ -167,16 +167,23 @@ function isCalendarDate(date: string): boolean {
   return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === date;
 }
 
-/** Checks a calendar's settings beyond their schema: zone, hours, dates. */
-function checkCalendar(input: CalendarColumns): void {
-  const problems: ValidationDetail[] = [];
-  if (!isValidTimeZone(input.time_zone)) {
-    problems.push({
-      key: 'time_zone',
-      reason: 'invalid_time_zone',
-      message: 'an IANA time zone, e.g. Europe/Berlin',
-    });
-  }
+/**
+ * The zone a calendar is given, as it is stored (`calendarTimeZone`); one that is no IANA zone
+ * name is a problem (a bare offset such as `+01:00` too).
+ */
+function zoneColumn(given: string, problems: ValidationDetail[]): string {
+  const zone = calendarTimeZone(given);
+  if (zone !== null) return zone;
+  problems.push({
+    key: 'time_zone',
+    reason: 'invalid_time_zone',
+    message: 'an IANA time zone name, e.g. Europe/Berlin (not an offset such as +01:00)',
+  });
+  return given;
+}
+
+/** Checks a calendar's settings beyond their schema: hours, dates (the zone: `zoneColumn`). */
+function checkCalendar(input: CalendarColumns, problems: ValidationDetail[]): void {
   for (const day of Object.keys(input.weekly)) checkHours(`weekly.${day}`, input.weekly[day]!, problems);
   const dates = new Set<string>();
   for (const [index, exception] of input.exceptions.entries()) {
@@ -197,6 +204,19 @@ function checkCalendar(input: CalendarColumns): void {
     checkHours(`exceptions.${index}.hours`, exception.hours, problems);
   }
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+}
+
+/**
+ * How long an appointment booked with a link lasts: the length its intake asked for, at most
+ * the calendar's slot length as it is now, or that slot length when none was asked (null), so
+ * that a link follows a calendar whose `slot_minutes` changed after it was made and never books
+ * more than one slot (docs/decisions.md, Booking: a link's duration).
+ */
+export function linkMinutes(
+  link: Pick<LinkRow, 'duration_minutes'>,
+  calendar: Pick<CalendarRow, 'slot_minutes'>,
+): number {
+  return Math.min(link.duration_minutes ?? calendar.slot_minutes, calendar.slot_minutes);
 }
 
 function calendarNotFound(): AppError {
@@ -349,7 +369,7 @@ export function createBookingService({
     tx: Executor,
     accountId: string,
     calendar: CalendarRow,
-    link: { recordId: string; title: string; durationMinutes: number },
+    link: { recordId: string; title: string; durationMinutes: number | null },
   ) {
     const token = generateToken('bk_');
     const expiresAt = new Date(now().getTime() + linkTtlMs);
@@ -427,9 +447,10 @@ export function createBookingService({
     now,
 
     async createCalendar(accountId: string, input: CalendarInput & { name: string; time_zone: string }) {
+      const problems: ValidationDetail[] = [];
       const columns: CalendarColumns = {
         name: input.name.trim(),
-        time_zone: input.time_zone,
+        time_zone: zoneColumn(input.time_zone, problems),
         slot_minutes: input.slot_minutes ?? 30,
         buffer_minutes: input.buffer_minutes ?? 0,
         min_notice_minutes: input.min_notice_minutes ?? 60,
@@ -438,7 +459,7 @@ export function createBookingService({
         weekly: (input.weekly ?? {}) as Record<string, [string, string][]>,
         exceptions: (input.exceptions ?? []) as CalendarColumns['exceptions'],
       };
-      checkCalendar(columns);
+      checkCalendar(columns, problems);
       const id = randomUUID();
       await db.transaction().execute(async (tx) => {
         await repo.lockCalendars(accountId, tx);
@@ -476,9 +497,11 @@ export function createBookingService({
       await db.transaction().execute(async (tx) => {
         await repo.lockCalendars(accountId, tx);
         const row = await findCalendar(accountId, id, tx);
+        const problems: ValidationDetail[] = [];
         const columns: CalendarColumns = {
           name: input.name?.trim() ?? row.name,
-          time_zone: input.time_zone ?? row.time_zone,
+          // A stored zone left out stays as it is; a given one is read as on creation.
+          time_zone: input.time_zone === undefined ? row.time_zone : zoneColumn(input.time_zone, problems),
           slot_minutes: input.slot_minutes ?? row.slot_minutes,
           buffer_minutes: input.buffer_minutes ?? row.buffer_minutes,
           min_notice_minutes: input.min_notice_minutes ?? row.min_notice_minutes,
@@ -487,7 +510,7 @@ export function createBookingService({
           weekly: (input.weekly ?? row.weekly) as Record<string, [string, string][]>,
           exceptions: (input.exceptions ?? row.exceptions) as CalendarColumns['exceptions'],
         };
-        checkCalendar(columns);
+        checkCalendar(columns, problems);
         await repo.updateCalendar(accountId, id, columns, tx);
         if (input.default === true && !row.is_default) {
           await repo.clearDefault(accountId, tx);
@@ -589,7 +612,12 @@ export function createBookingService({
           });
         }
       }
-      const link = await createLink(tx, accountId, calendar, { recordId, title, durationMinutes });
+      // A link without an asked length keeps none: it takes the slot length when it books.
+      const link = await createLink(tx, accountId, calendar, {
+        recordId,
+        title,
+        durationMinutes: request.durationMinutes === undefined ? null : durationMinutes,
+      });
       return { booking: link, warnings };
     },
 
@@ -608,10 +636,11 @@ export function createBookingService({
       const { link, calendar, state } = await linkOf(token);
       refuseUnusable(state);
       const { start, end } = await slotRange(from, to, calendar.horizon_days);
-      const slots = await freeSlots(link.account_id, calendar, start, end, link.duration_minutes);
+      const durationMinutes = linkMinutes(link, calendar);
+      const slots = await freeSlots(link.account_id, calendar, start, end, durationMinutes);
       return {
         time_zone: calendar.time_zone,
-        duration_minutes: link.duration_minutes,
+        duration_minutes: durationMinutes,
         slots: slots.map((slot) => ({ starts_at: iso(slot.startsAt), ends_at: iso(slot.endsAt) })),
       };
     },
@@ -641,7 +670,7 @@ export function createBookingService({
             linkId: link.id,
             title: link.title,
             startsAt,
-            durationMinutes: link.duration_minutes,
+            durationMinutes: linkMinutes(link, calendar),
           },
           { actor: 'booking_link', requestId: null },
         );
@@ -657,7 +686,7 @@ export function createBookingService({
 
     /** Free slots of a link's calendar in [from, to), for the page (its own range checks). */
     async slotsOfLink(link: LinkRow, calendar: CalendarRow, from: Date, to: Date) {
-      return freeSlots(link.account_id, calendar, from, to, link.duration_minutes);
+      return freeSlots(link.account_id, calendar, from, to, linkMinutes(link, calendar));
     },
 
     async listAppointments(
@@ -672,11 +701,22 @@ export function createBookingService({
       },
     ) {
       const limit = query.limit ?? 100;
+      const from = query.from ? new Date(query.from) : undefined;
+      const to = query.to ? new Date(query.to) : undefined;
+      // The schema's date-time takes a leap second (23:59:60), which Date cannot read, and years
+      // the database cannot hold: those are refused here as the records list refuses them.
+      const problems: ValidationDetail[] = [];
+      for (const [key, at] of Object.entries({ from, to })) {
+        if (at && !isStorableTime(at)) {
+          problems.push({ key, reason: 'invalid_format', message: `${key} must be an ISO 8601 timestamp` });
+        }
+      }
+      if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
       const rows = await repo.listAppointments(
         accountId,
         {
-          from: query.from ? new Date(query.from) : undefined,
-          to: query.to ? new Date(query.to) : undefined,
+          from,
+          to,
           calendarId: query.calendar_id,
           recordId: query.record_id,
         },

@@ -78,15 +78,24 @@ export function isOffered(rules: CalendarRules, startsAt: Date, now: Date): bool
 }
 
 /**
+ * A date-time as RFC 3339 writes it (the seconds may be left out): month 01–12, day 01–31, hour
+ * 00–23, minute and second 00–59, and an offset `Z` or ±hh:mm (or ±hhmm) within ±23:59. Luxon
+ * alone reads any two digits as the offset's hours and minutes (`+99:00`, `+24:00`, `+23:60`
+ * named instants days away) and hour 24 as the next day's midnight.
+ */
+const DATE_TIME =
+  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/i;
+
+/**
  * Reads a client's `starts_at`: an ISO 8601 date-time with an offset or `Z` (a time without
- * one would name no instant). Null when it cannot be read.
+ * one would name no instant). Null when it cannot be read: another form, an impossible part
+ * (above), or a day its month lacks (Luxon refuses 2027-02-30 rather than rolling it over).
  */
 export function readStartsAt(value: unknown): Date | null {
   if (typeof value !== 'string' || value.length > 64) return null;
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(value.trim())) {
-    return null;
-  }
-  const parsed = DateTime.fromISO(value.trim(), { setZone: true });
+  const text = value.trim();
+  if (!DATE_TIME.test(text)) return null;
+  const parsed = DateTime.fromISO(text, { setZone: true });
   return parsed.isValid ? parsed.toJSDate() : null;
 }
 
