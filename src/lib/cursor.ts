@@ -71,3 +71,16 @@ export function timeBound(value: string | undefined, upper: boolean): Date | und
   if (!upper) return at;
   return new Date(at.getTime() + (DATE_ONLY.test(value) ? DAY_MS : 1));
 }
+
+/**
+ * Refuses time filters the schema's `date-time` format lets through but that name no storable
+ * instant (a leap second `23:59:60`, which `Date` cannot read, or a year the database cannot
+ * hold): 422 naming each, rather than a failed statement (500). `bounds` maps the query names to
+ * what `timeBound` (or `new Date`) made of them.
+ */
+export function refuseUnstorableTimes(bounds: Record<string, Date | undefined>): void {
+  const details = Object.entries(bounds)
+    .filter(([, at]) => at !== undefined && !isStorableTime(at))
+    .map(([key]) => ({ key, reason: 'invalid_format', message: `${key} must be an ISO date or timestamp` }));
+  if (details.length > 0) throw new AppError('validation_failed', { details });
+}

@@ -394,6 +394,15 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     expect((await list('?limit=501')).status).toBe(422);
     expect((await list('?status=lost')).status).toBe(422);
     expect((await list('?from=yesterday')).status).toBe(422);
+    // Past the schema's date-time but no storable instant: 422 naming it, not a failed statement.
+    for (const [query, key] of [
+      ['?from=2027-12-31T23:59:60Z', 'from'],
+      ['?to=0000-01-01T00:00:00Z', 'to'],
+    ] as const) {
+      const refused = await list(query);
+      expect([query, refused.status]).toEqual([query, 422]);
+      expect(refused.body.details).toEqual([expect.objectContaining({ key, reason: 'invalid_format' })]);
+    }
   });
 
   it('sends a test delivery over webhook and email, and records nothing', async () => {

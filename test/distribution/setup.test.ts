@@ -130,6 +130,12 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
         url: 'https://partner.example.com/leads',
       });
       expect(destination.secret).not.toContain(participation.secret);
+      // A zone alias is kept as written (the runtime would call it Asia/Calcutta), as calendars keep it.
+      const aliased = await call('PATCH', `${PARTICIPATIONS}/${participation.id}`, {
+        schedule: { time_zone: 'Asia/Kolkata', weekdays: [1], from: '08:00', to: '18:30' },
+      });
+      expect(aliased.statusCode, aliased.body).toBe(200);
+      expect(aliased.json().schedule.time_zone).toBe('Asia/Kolkata');
 
       const email = await add({
         partner_id: secondPartnerId,

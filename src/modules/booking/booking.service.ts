@@ -4,18 +4,12 @@ import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
+import { zoneName } from '../../lib/time-zones.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import type { AppointmentMail } from './booking.emails.ts';
 import type { AppointmentRow, BookingRepo, CalendarColumns, CalendarRow, LinkRow } from './booking.repo.ts';
-import {
-  type CalendarRules,
-  calendarTimeZone,
-  type Hours,
-  isHourMinute,
-  minutesOf,
-  WEEKDAYS,
-} from './booking.rules.ts';
+import { type CalendarRules, type Hours, isHourMinute, minutesOf, WEEKDAYS } from './booking.rules.ts';
 
 /**
  * The slot grid and the reading of times (Luxon), and the appointment emails (Luxon and
@@ -168,11 +162,11 @@ function isCalendarDate(date: string): boolean {
 }
 
 /**
- * The zone a calendar is given, as it is stored (`calendarTimeZone`); one that is no IANA zone
+ * The zone a calendar is given, as it is stored (`zoneName`); one that is no IANA zone
  * name is a problem (a bare offset such as `+01:00` too).
  */
 function zoneColumn(given: string, problems: ValidationDetail[]): string {
-  const zone = calendarTimeZone(given);
+  const zone = zoneName(given);
   if (zone !== null) return zone;
   problems.push({
     key: 'time_zone',

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
-import { decodeCursor, pageOf, timeBound } from '../../lib/cursor.ts';
+import { decodeCursor, pageOf, refuseUnstorableTimes, timeBound } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
 import type { DistributionRepo } from './distribution.repo.ts';
@@ -52,14 +52,17 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
       },
     ) {
       const limit = query.limit ?? DELIVERIES_DEFAULT_LIMIT;
+      const from = timeBound(query.from, false);
+      const before = timeBound(query.to, true);
+      refuseUnstorableTimes({ from, to: before });
       const rows = await repo.listDeliveries(
         accountId,
         {
           status: query.status,
           partnerId: query.partner_id,
           recordId: query.record_id,
-          from: timeBound(query.from, false),
-          before: timeBound(query.to, true),
+          from,
+          before,
           after: decodeCursor(query.cursor),
         },
         limit + 1,

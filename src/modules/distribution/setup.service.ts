@@ -4,6 +4,7 @@ import type { Db, Executor, ParticipationSchedule, RuleFilter } from '../../db/t
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { type CursorPosition, decodeCursor, pageOf } from '../../lib/cursor.ts';
+import { zoneName } from '../../lib/time-zones.ts';
 import type { AddressPolicy } from '../../outbound/address-policy.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
@@ -120,18 +121,9 @@ function presentSetup({ distribution, participations, rules }: DistributionSetup
   };
 }
 
-/** The zone's canonical name, or undefined when it is no IANA zone (offsets like +01:00 are not). */
-function canonicalTimeZone(zone: string): string | undefined {
-  if (!/^[A-Za-z]/.test(zone)) return undefined;
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
-  } catch {
-    return undefined;
-  }
-}
-
 function checkSchedule(schedule: ScheduleSettings, problems: ValidationDetail[]): ParticipationSchedule {
-  const zone = canonicalTimeZone(schedule.time_zone);
+  // Stored as `zoneName` gives it: a bare offset refused, an alias kept as written.
+  const zone = zoneName(schedule.time_zone);
   if (!zone) {
     problems.push({
       key: 'schedule.time_zone',

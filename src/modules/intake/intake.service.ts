@@ -3,7 +3,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ErrorCode, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
-import { decodeCursor, encodeCursor, isStorableTime, timeBound } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, refuseUnstorableTimes, timeBound } from '../../lib/cursor.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
 import { escapeUnstorable, truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
@@ -1322,19 +1322,7 @@ export function createIntakeService({
         from: timeBound(query.created_from, false),
         before: timeBound(query.created_to, true),
       };
-      const problems: ValidationDetail[] = [];
-      for (const [key, at] of [
-        ['created_from', filter.from],
-        ['created_to', filter.before],
-      ] as const) {
-        if (at && !isStorableTime(at))
-          problems.push({
-            key,
-            reason: 'invalid_format',
-            message: `${key} must be an ISO date or timestamp`,
-          });
-      }
-      if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+      refuseUnstorableTimes({ created_from: filter.from, created_to: filter.before });
       const rows = await intakeLog.list(accountId, filter, limit + 1, decodeCursor(query.cursor));
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];

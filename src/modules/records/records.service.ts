@@ -5,7 +5,7 @@ import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
-import { decodeCursor, encodeCursor, isStorableTime, timeBound } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, refuseUnstorableTimes, timeBound } from '../../lib/cursor.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import { isFileType } from '../entities/entities.model.ts';
@@ -215,16 +215,7 @@ export function createRecordsService({
         created_from: timeBound(query.created_from, false),
         created_to: timeBound(query.created_to, true),
       };
-      const problems: ValidationDetail[] = [];
-      for (const [key, at] of Object.entries(times)) {
-        if (at && !isStorableTime(at))
-          problems.push({
-            key,
-            reason: 'invalid_format',
-            message: `${key} must be an ISO date or timestamp`,
-          });
-      }
-      if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+      refuseUnstorableTimes(times);
       let after: { at: string; id: string } | null = null;
       const position = decodeCursor(query.cursor);
       if (position) after = { at: position.createdAt, id: position.id };
