@@ -747,6 +747,26 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
       expect(changed.statusCode, changed.body).toBe(200);
     });
 
+    it('lets a disabled automation whose stage was removed be renamed, and names that stage when it is enabled', async () => {
+      const account = await crmAccount();
+      expect((await putTmp(account, TMP)).statusCode).toBe(200);
+      const off = await automationOn(account, 'off', 'S2', { type: 'note', body: '{{a}}' });
+      const patch = (body: object) =>
+        t.request({ method: 'PATCH', url: `/api/v1/settings/automations/${off}`, key: account.apiKey, body });
+      expect((await patch({ enabled: false })).statusCode).toBe(200);
+      const s2Gone = await putTmp(account, { ...TMP, pipelines: [{ name: 'Main', stages: ['S1', 'S3'] }] });
+      expect(s2Gone.statusCode, s2Gone.body).toBe(200);
+      const renamed = await patch({ name: 'kept for later' });
+      expect(renamed.statusCode, renamed.body).toBe(200);
+      expect(renamed.json()).toMatchObject({ name: 'kept for later', stage: 'S2', enabled: false });
+      const enabled = refusal(await patch({ enabled: true }));
+      expect(enabled.keys).toEqual(['stage: not_allowed']);
+      expect(enabled.messages[0]).toMatch(/^the stage S2 of Main was removed from tmp/);
+      const moved = await patch({ enabled: true, stage: 'S3' });
+      expect(moved.statusCode, moved.body).toBe(200);
+      expect(moved.json()).toMatchObject({ stage: 'S3', enabled: true });
+    });
+
     it('names only what the change breaks, not what an automation lacked before', async () => {
       const account = await crmAccount();
       expect((await putTmp(account, TMP)).statusCode).toBe(200);

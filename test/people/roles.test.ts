@@ -196,6 +196,28 @@ describe.each(TEST_DATABASES)('roles and sessions as credentials on %s', (kind) 
           body: { reason: 'Wrong number' },
         }),
       },
+      // Intake's module nodes need the role of their module's endpoint: a stage placement is a
+      // stage move (member), a distribution node starts a run (admin).
+      {
+        least: 'member',
+        request: () => ({
+          method: 'POST',
+          url: '/api/v1/records',
+          body: {
+            entity: 'lead',
+            fields: { email: `${randomUUID()}@example.com` },
+            crm: { stage: 'Contacted' },
+          },
+        }),
+      },
+      {
+        least: 'admin',
+        request: () => ({
+          method: 'POST',
+          url: '/api/v1/records',
+          body: { entity: 'lead', fields: { email: `${randomUUID()}@example.com` }, distribution: {} },
+        }),
+      },
       { least: 'admin', request: () => ({ method: 'GET', url: '/api/v1/settings/api-keys' }) },
       { least: 'admin', request: () => ({ method: 'GET', url: '/api/v1/settings/entities' }) },
       {

@@ -261,8 +261,18 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     return row;
   }
 
-  /** Checks settings and answers what is stored; throws 422 naming every problem. */
-  async function check(accountId: string, settings: AutomationSettings, modules: string[]) {
+  /**
+   * Checks settings and answers what is stored; throws 422 naming every problem. `stored` is the
+   * stage an update leaves as it is (its id and name): when the entity's definition has removed
+   * it since, a disabled automation keeps it (it can still be renamed or changed, and runs
+   * nothing), and an enabled one is refused naming the stage by its name, not its id.
+   */
+  async function check(
+    accountId: string,
+    settings: AutomationSettings,
+    modules: string[],
+    stored?: { stageId: string; stage: string; pipeline: string },
+  ) {
     const problems: ValidationDetail[] = [];
     const entity = await entities.find(accountId, settings.entity);
     if (!entity || entity.archived) {
@@ -271,16 +281,25 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       });
     }
     const placement = resolveStage(entity, { stage: settings.stage, pipeline: settings.pipeline });
-    if ('reason' in placement) problems.push(placement);
+    let stageId = 'reason' in placement ? null : placement.stage.id;
+    if ('reason' in placement) {
+      if (stored && !settings.enabled) stageId = stored.stageId;
+      else if (stored) {
+        problems.push({
+          ...placement,
+          message: `the stage ${stored.stage} of ${stored.pipeline} was removed from ${entity.key}: name another stage to enable this automation`,
+        });
+      } else problems.push(placement);
+    }
     const action = checkAction(entity, settings.action, modules, problems);
-    if (problems.length > 0 || 'reason' in placement) {
+    if (problems.length > 0 || stageId === null) {
       // A missing module alone is named by its code (decisions §7); with other problems, all of
       // them are a validation failure.
       if (problems.every((problem) => problem.reason === 'module_not_enabled'))
         throw moduleNotEnabledInSetting(problems);
       throw new AppError('validation_failed', { details: problems });
     }
-    return { stageId: placement.stage.id, action };
+    return { stageId, action };
   }
 
   /**
@@ -669,7 +688,12 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         action: changes.action ?? storedAction,
         enabled: changes.enabled ?? row.enabled,
       };
-      const checked = await check(accountId, settings, modules);
+      const checked = await check(
+        accountId,
+        settings,
+        modules,
+        movedStage ? undefined : { stageId: row.stage_id, stage: row.stage, pipeline: row.pipeline },
+      );
       const rotate = changes.rotate_secret === true;
       // A new secret is for a webhook that keeps its destination; a new webhook gets one anyway.
       if (rotate && (checked.action.type !== 'webhook' || !row.destination_id)) {

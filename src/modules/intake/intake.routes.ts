@@ -54,6 +54,7 @@ function contextOf(request: FastifyRequest, endpoint: string): IntakeContext {
     accountId: credential.account.id,
     modules: credential.account.modules,
     permissions: credential.kind === 'api_key' ? credential.permissions : null,
+    role: credential.kind === 'session' ? credential.user.role : undefined,
     strict: credential.kind === 'api_key' && credential.strict,
     actor: credential.kind === 'session' ? actorOf(credential) : undefined,
     sourceId: credential.kind === 'source_token' ? credential.sourceId : null,

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Db, Executor } from '../../db/types.ts';
+import { type Role, roleAtLeast } from '../../http/auth.ts';
 import { AppError, type ErrorCode, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
@@ -60,9 +61,11 @@ export interface IntakeContext {
   modules: string[];
   /**
    * The API key's permissions; null for other credentials (a source token's handovers, a
-   * signed-in person's, whose role the route checked). A module node needs its module's.
+   * signed-in person's, whose `role` is checked instead). A module node needs its module's.
    */
   permissions: readonly string[] | null;
+  /** A signed-in person's role: a module node needs the role its module's endpoint needs. */
+  role?: Role;
   /** Strict mode of the API key: unknown fields refuse the handover. */
   strict: boolean;
   sourceId: string | null;
@@ -167,23 +170,37 @@ function historyActor(ctx: IntakeContext): string {
  * (decisions §9: a key lacking a permission gets 403).
  */
 function refuseNodesBeyondPermissions(ctx: IntakeContext, handover: Handover): void {
-  const permissions = ctx.permissions;
-  if (!permissions) return;
-  const lacking = (
+  const { permissions, role } = ctx;
+  if (!permissions && !role) return;
+  const given = (
     [
       ['crm', handover.crm !== null],
       ['booking', handover.booking !== null],
       ['distribution', handover.distribution !== null],
     ] as const
-  )
-    .filter(([permission, given]) => given && !permissions.includes(permission))
-    .map(([permission]) => permission);
-  if (lacking.length > 0) {
-    throw new AppError('forbidden', {
-      message: `the key lacks the permission its ${lacking.join(', ')} node${lacking.length > 1 ? 's need' : ' needs'}: ${lacking.join(', ')}`,
-    });
-  }
+  ).filter(([, sent]) => sent);
+  const lacking = given
+    .filter(([node]) => (role ? !roleAtLeast(role, NODE_LEAST_ROLE[node]) : !permissions!.includes(node)))
+    .map(([node]) => node);
+  if (lacking.length === 0) return;
+  const nodes = `${lacking.join(', ')} node${lacking.length > 1 ? 's' : ''}`;
+  throw new AppError('forbidden', {
+    message: role
+      ? `the ${nodes} ${lacking.length > 1 ? 'do' : 'does'} what the role ${role} may not: ${lacking.map((node) => `${node} needs ${NODE_LEAST_ROLE[node]}`).join(', ')}`
+      : `the key lacks the permission its ${nodes} ${lacking.length > 1 ? 'need' : 'needs'}: ${lacking.join(', ')}`,
+  });
 }
+
+/**
+ * The least role of a signed-in person for each module node, the role its module's endpoint
+ * needs (docs/decisions.md, People and sessions: roles in routes): a stage placement is a stage
+ * move (`member`); a booking and a distribution run are the admin's.
+ */
+const NODE_LEAST_ROLE: Record<'crm' | 'booking' | 'distribution', Role> = {
+  crm: 'member',
+  booking: 'admin',
+  distribution: 'admin',
+};
 
 /**
  * A source token's handover whose `meta.external_id` names a stored record: the token only
