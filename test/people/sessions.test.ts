@@ -287,7 +287,10 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       // A HEAD (a link checker) never uses a link up.
       const fresh = await t.services.sessions.issueLink(account.id, userId, 60_000);
       const head = await t.app.inject({ method: 'HEAD', url: `/sign-in/${fresh}` });
-      expect(head.statusCode).toBe(404);
+      // It finds a page (a checker must not call the link broken), with no body.
+      expect(head.statusCode).toBe(200);
+      expect(head.headers['content-type']).toMatch(/^text\/html/);
+      expect(head.body).toBe('');
       expect(
         (await t.request({ method: 'POST', url: '/api/v1/session', body: { token: fresh } })).statusCode,
       ).toBe(200);

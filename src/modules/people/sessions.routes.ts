@@ -202,9 +202,16 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
     },
   );
 
+  // A HEAD (a link checker, a mail scanner) must not use the link up, nor read as a broken link:
+  // it answers as the page would be there, without looking at the token.
+  app.head<{ Params: { token: string } }>(
+    '/sign-in/:token',
+    { schema: { hide: true } },
+    async (_request, reply) => reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(),
+  );
+
   app.get<{ Params: { token: string } }>(
     '/sign-in/:token',
-    // A HEAD (a link checker) must not use the link up.
     { schema: { hide: true }, exposeHeadRoute: false },
     async (request, reply) => {
       try {
