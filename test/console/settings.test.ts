@@ -360,7 +360,9 @@ describe.skipIf(!hasChromium).each(oneDatabase('postgres'))('console settings sc
       expect(await page.getByLabel('Monday').inputValue()).toBe('09:00-12:00, 13:00-17:00');
       await page.getByLabel('Time zone').fill('Mars/Olympus');
       await page.getByRole('button', { name: 'Save' }).click();
-      await page.getByText('an IANA time zone, e.g. Europe/Berlin').waitFor();
+      await page
+        .getByText('an IANA time zone name, e.g. Europe/Berlin (not an offset such as +01:00)')
+        .waitFor();
       expect(await page.getByLabel('Time zone').getAttribute('aria-invalid')).toBe('true');
       await checkAccessibility(page, 'calendar form');
       await screenshot(page, `settings-calendar-${kind}`);
