@@ -218,6 +218,14 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         ends_at: '2027-03-22T09:00:00.000Z',
       });
       expect(await historyOf(t, account.apiKey, link.recordId)).toContain('appointment_booked');
+      // The history entry names the booking's request, as one by key or intake does.
+      const history = await t.request({
+        method: 'GET',
+        url: `/api/v1/records/${link.recordId}/history`,
+        key: account.apiKey,
+      });
+      const entry = history.json().events.find((e: { type: string }) => e.type === 'appointment_booked');
+      expect(entry.data.request_id).toBe(booked.headers['x-request-id']);
       const again = await t.request({
         method: 'POST',
         url: '/api/v1/booking/book',

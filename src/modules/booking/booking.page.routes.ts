@@ -204,7 +204,7 @@ export const bookingPageRoutes: FastifyPluginAsyncTypebox<{
       try {
         if (startsAt === '') return await slots(reply, token, query, 422, 'Please pick a time.');
         try {
-          await booking.publicBook(token, startsAt);
+          await booking.publicBook(token, startsAt, request.id);
         } catch (error) {
           if (error instanceof AppError && error.code === 'slot_taken') {
             return await slots(reply, token, query, 409, 'That time was just taken. Please pick another.');

@@ -157,7 +157,7 @@ export const bookingRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await booking.publicBook(request.body.token, request.body.starts_at)),
+      reply.code(201).send(await booking.publicBook(request.body.token, request.body.starts_at, request.id)),
   );
 
   app.get(

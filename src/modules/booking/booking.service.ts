@@ -639,8 +639,11 @@ export function createBookingService({
       };
     },
 
-    /** POST /api/v1/booking/book and the page's form: books a slot once per link. */
-    async publicBook(token: string, startsAtText: string) {
+    /**
+     * POST /api/v1/booking/book and the page's form: books a slot once per link. `requestId`
+     * goes into the history entry, as a booking by key or intake names its request.
+     */
+    async publicBook(token: string, startsAtText: string, requestId: string | null = null) {
       const { readStartsAt } = await slotsModule();
       const startsAt = readStartsAt(startsAtText);
       if (!startsAt) {
@@ -666,7 +669,7 @@ export function createBookingService({
             startsAt,
             durationMinutes: linkMinutes(link, calendar),
           },
-          { actor: 'booking_link', requestId: null },
+          { actor: 'booking_link', requestId },
         );
         if (!appointment) throw new AppError('slot_taken', { message: 'The slot is taken or not on offer' });
         await repo.markLinkUsed(link.account_id, link.id, appointment.id, tx);
