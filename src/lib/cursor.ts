@@ -76,11 +76,14 @@ export function timeBound(value: string | undefined, upper: boolean): Date | und
  * Refuses time filters the schema's `date-time` format lets through but that name no storable
  * instant (a leap second `23:59:60`, which `Date` cannot read, or a year the database cannot
  * hold): 422 naming each, rather than a failed statement (500). `bounds` maps the query names to
- * what `timeBound` (or `new Date`) made of them.
+ * what `timeBound` (or `new Date`) made of them; `expected` is what the message says they must be.
  */
-export function refuseUnstorableTimes(bounds: Record<string, Date | undefined>): void {
+export function refuseUnstorableTimes(
+  bounds: Record<string, Date | undefined>,
+  expected = 'an ISO date or timestamp',
+): void {
   const details = Object.entries(bounds)
     .filter(([, at]) => at !== undefined && !isStorableTime(at))
-    .map(([key]) => ({ key, reason: 'invalid_format', message: `${key} must be an ISO date or timestamp` }));
+    .map(([key]) => ({ key, reason: 'invalid_format', message: `${key} must be ${expected}` }));
   if (details.length > 0) throw new AppError('validation_failed', { details });
 }

@@ -3,7 +3,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
-import { decodeCursor, encodeCursor, isStorableTime } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, refuseUnstorableTimes } from '../../lib/cursor.ts';
 import { zoneName } from '../../lib/time-zones.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
@@ -702,13 +702,7 @@ export function createBookingService({
       const to = query.to ? new Date(query.to) : undefined;
       // The schema's date-time takes a leap second (23:59:60), which Date cannot read, and years
       // the database cannot hold: those are refused here as the records list refuses them.
-      const problems: ValidationDetail[] = [];
-      for (const [key, at] of Object.entries({ from, to })) {
-        if (at && !isStorableTime(at)) {
-          problems.push({ key, reason: 'invalid_format', message: `${key} must be an ISO 8601 timestamp` });
-        }
-      }
-      if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+      refuseUnstorableTimes({ from, to }, 'an ISO 8601 timestamp');
       const rows = await repo.listAppointments(
         accountId,
         {

@@ -141,7 +141,8 @@ export function createIntakeApi({
     };
     // A first request's write checks a remembered key itself; a stored answer is handed only to
     // a key checked live first.
-    return onceByKey(ctx, scope, rawKey, bodyBesideKey(body), run, {
+    // Without a key nothing is compared: the body goes on as it is, with no copy made.
+    return onceByKey(ctx, scope, rawKey, rawKey === undefined ? body : bodyBesideKey(body), run, {
       beforeReplay: () => intake.checkKey(ctx),
       // A new record goes with the grouped creations, its answer stored by the same statement.
       firstTry: (claim) => intake.intakeOneClaiming(ctx, handoverOf(), s2Response, claim),

@@ -27,6 +27,7 @@ import {
   type FieldValue,
   missingRequired,
   readValues,
+  reportUnmapped,
   reportUnusedName,
   setAsideDetail,
 } from '../records/field-values.ts';
@@ -429,11 +430,7 @@ export function createIntakeService({
     // An unknown key is a warning, or with a strict key a refusal (interface rule 7), names in
     // `meta` (`meta.<name>`) as much as field names; other warnings stay warnings.
     const reported = { problems, warnings };
-    const unknownKey = (key: string, message: string) =>
-      reportUnusedName(ctx.strict, { key, reason: 'unmapped', message }, reported, {
-        key,
-        reason: 'unmapped',
-      });
+    const unknownKey = (key: string, message: string) => reportUnmapped(ctx.strict, key, message, reported);
     for (const warning of handover.warnings) {
       if (warning.reason === 'unmapped') unknownKey(warning.key, `${warning.key} is not a known key`);
       else warnings.push(warning);

@@ -352,6 +352,19 @@ export function reportUnusedName(
   else into.warnings.push(warning);
 }
 
+/**
+ * A name that matches no field (or no known key): with a strict key the refusal with `message`,
+ * else the warning `{key, reason: unmapped}` (interface: Warning), which carries no message.
+ */
+export function reportUnmapped(
+  strict: boolean,
+  key: string,
+  message: string,
+  into: Parameters<typeof reportUnusedName>[2],
+): void {
+  reportUnusedName(strict, { key, reason: 'unmapped', message }, into, { key, reason: 'unmapped' });
+}
+
 /** The warning (or, with a strict key, the refusal) of a name set aside: `unmapped`, as decisions §5 names it. */
 export function setAsideDetail({ name, field, kept }: SetAsideName): ValidationDetail {
   return {

@@ -19,6 +19,7 @@ import {
   missingRequired,
   namesSetAside,
   readValue,
+  reportUnmapped,
   reportUnusedName,
   setAsideDetail,
 } from './field-values.ts';
@@ -277,11 +278,7 @@ export function createRecordsService({
         for (const [index, [name, raw]] of submitted.entries()) {
           const field = fields[index];
           if (!field) {
-            const message = `${name} matches no field`;
-            reportUnusedName(ctx.strict, { key: name, reason: 'unmapped', message }, reported, {
-              key: name,
-              reason: 'unmapped',
-            });
+            reportUnmapped(ctx.strict, name, `${name} matches no field`, reported);
             continue;
           }
           const aside = setAside?.get(index);
