@@ -153,6 +153,10 @@ describe.each(TEST_DATABASES)('rules stated in the OpenAPI document on %s', (kin
       expect(
         (await call('POST', '/api/intake', { lead_object: 'lead', email: 'alias@b.co' })).statusCode,
       ).toBe(200);
+      // Blanks name no entity: the readable refusal of a blank name, reason required.
+      const blank = await call('POST', '/api/intake', { entity: ' \u200B ', email: 'blank@b.co' });
+      expect(blank.statusCode).toBe(422);
+      expect(blank.json().errors).toEqual({ entity: ['must hold a character other than blanks'] });
       // Both names, naming different entities: refused, not one of them set aside unsaid.
       const both = await call('POST', '/api/intake', {
         entity: 'lead',

@@ -3,6 +3,7 @@ import {
   Cursor,
   FieldValues,
   IdempotencyKey,
+  NAME_PATTERN,
   NextCursor,
   QueryDateOrTimestamp,
   Timestamp,
@@ -228,7 +229,8 @@ export const BulkResponse = Type.Object({
 
 /** Text that is not blank (the service trims names). */
 const NonBlank = (maxLength: number, description?: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: '\\S', ...(description ? { description } : {}) });
+  // NAME_PATTERN: a value of blanks (or of characters that show nothing) reads `required`, as a name's does.
+  Type.String({ minLength: 1, maxLength, pattern: NAME_PATTERN, ...(description ? { description } : {}) });
 const NoteText = Type.String({ maxLength: 10_000 });
 
 /** Keys of an S1 lead that are parameters, not field names (interface: POST /intake). */
