@@ -174,6 +174,14 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
         { name: 'Blank', fields: emailField, pipelines: [{ name: 'Sales', stages: ['New', '  '] }] },
         'pipelines.0.stages.1',
       ],
+      [
+        'a select option of blanks',
+        {
+          name: 'Blank',
+          fields: [{ key: 'topic', label: 'Topic', type: 'select', options: ['Sales', ' '] }],
+        },
+        'fields.0.options.1',
+      ],
     ])('refuses %s as required, and stores nothing', async (_label, body, key) => {
       const refused = await put('blank', body);
       expect(refused.statusCode).toBe(422);
@@ -256,6 +264,38 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
       expect(created.statusCode).toBe(201);
       const read = await get(`/api/v1/records/${created.json().id}`);
       expect(read.json().fields).toEqual({ same: 'hello' });
+    });
+
+    it('refuses select options that intake cannot tell apart, since the second could never be chosen', async () => {
+      const refused = await put('opts', {
+        name: 'Options',
+        fields: [
+          { key: 'topic', label: 'Topic', type: 'multiselect', options: ['Sales', 'Support', ' sales '] },
+        ],
+      });
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'fields.0.options', reason: 'duplicate', message: expect.stringContaining('case') }],
+      });
+      expect((await get('/api/v1/settings/entities/opts')).statusCode).toBe(404);
+
+      // Options that differ once case and blanks are ignored stay, each chosen by its own value.
+      const allowed = await put('opts', {
+        name: 'Options',
+        fields: [
+          { key: 'topic', label: 'Topic', type: 'multiselect', options: ['Sales', 'Support', 'Sales EU'] },
+        ],
+      });
+      expect(allowed.statusCode).toBe(200);
+      const created = await post('/api/v1/records', {
+        entity: 'opts',
+        fields: { topic: [' sales ', 'SALES eu'] },
+      });
+      expect(created.statusCode).toBe(201);
+      expect((await get(`/api/v1/records/${created.json().id}`)).json().fields).toEqual({
+        topic: ['Sales', 'Sales EU'],
+      });
     });
 
     it('refuses keys that intake cannot tell apart once normalised', async () => {

@@ -38,7 +38,13 @@ const FieldInput = Type.Object(
     format: Type.Optional(Type.Union([Type.String({ enum: ALL_FORMATS }), Type.Null()])),
     required: Type.Optional(Type.Boolean()),
     options: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500, uniqueItems: true }),
+      Type.Array(
+        Name(
+          200,
+          'An option intake matches once case and blanks around it are ignored, so options must differ that way too (else 422 validation_failed, reason `duplicate`, keyed `fields.<index>.options`)',
+        ),
+        { maxItems: 500, uniqueItems: true },
+      ),
     ),
     role: Type.Optional(
       Type.Union([Type.String({ enum: [...ROLES] }), Type.Null()], {

@@ -4,6 +4,7 @@ import type { Db, Executor, Tx } from '../../db/types.ts';
 import { AppError, notFound, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
+import { matchingForm } from '../../lib/text.ts';
 import {
   dedupeKeyIsUnique,
   dedupeKeyOf,
@@ -134,8 +135,14 @@ function checkDefinition(input: EntityDefinitionInput): {
     if (isSelect) {
       if (!field.options || field.options.length === 0) {
         problems.push({ key: `${at}.options`, reason: 'required', message: 'a select field needs options' });
-      } else if (new Set(field.options).size !== field.options.length) {
-        problems.push({ key: `${at}.options`, reason: 'duplicate', message: 'options must be distinct' });
+      } else if (new Set(field.options.map(matchingForm)).size !== field.options.length) {
+        // Intake matches an option once case and surrounding blanks are ignored (field-values.ts):
+        // of two options alike that way, the second could never be chosen.
+        problems.push({
+          key: `${at}.options`,
+          reason: 'duplicate',
+          message: 'options must be distinct, also once case and blanks around them are ignored',
+        });
       }
       options = field.options ?? [];
     } else if (field.options !== undefined && field.options.length > 0) {
