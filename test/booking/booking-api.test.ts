@@ -293,6 +293,14 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
       });
       expect(unescaped.statusCode, unescaped.body).toBe(200);
       expect(unescaped.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[0]]);
+      // Dates, as the slots take them: each its midnight UTC, `to` exclusive.
+      const byDate = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments?from=2027-03-23&to=2027-03-24&calendar_id=${calendar.id}`,
+        key: account.apiKey,
+      });
+      expect(byDate.statusCode, byDate.body).toBe(200);
+      expect(byDate.json().appointments.map((a: { id: string }) => a.id)).toEqual([ids[0]]);
       const one = await t.request({
         method: 'GET',
         url: `/api/v1/booking/appointments/${ids[0]}`,
@@ -507,6 +515,8 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         'to=2027-03-22T10:00:00-23:60',
         'from=2027-12-31T23:59:60Z',
         'to=0000-01-01T00:00:00Z',
+        'from=2027-02-30',
+        'to=0000-01-01',
       ]) {
         const response = await t.request({
           method: 'GET',

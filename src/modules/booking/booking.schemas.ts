@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Cursor, Name, NextCursor, QueryTimestamp, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Cursor, Name, NextCursor, QueryDateOrTimestamp, Timestamp, Uuid } from '../../http/schemas.ts';
 import { WEEKDAYS } from './booking.rules.ts';
 
 const HourMinute = Type.String({ pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$' });
@@ -162,8 +162,16 @@ export const Appointment = Type.Object({
 
 export const AppointmentQuery = Type.Object(
   {
-    from: Type.Optional(QueryTimestamp('Appointments starting at or after')),
-    to: Type.Optional(QueryTimestamp('Appointments starting before')),
+    from: Type.Optional(
+      QueryDateOrTimestamp(
+        'Appointments starting at or after; a date (YYYY-MM-DD) is its midnight UTC, as for slots',
+      ),
+    ),
+    to: Type.Optional(
+      QueryDateOrTimestamp(
+        'Appointments starting before; a date (YYYY-MM-DD) is its midnight UTC, as for slots',
+      ),
+    ),
     calendar_id: Type.Optional(Uuid),
     record_id: Type.Optional(Uuid),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),

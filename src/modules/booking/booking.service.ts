@@ -3,7 +3,7 @@ import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
-import { decodeCursor, encodeCursor, refuseUnstorableTimes } from '../../lib/cursor.ts';
+import { decodeCursor, encodeCursor, refuseUnstorableTimes, timeBound } from '../../lib/cursor.ts';
 import { zoneName } from '../../lib/time-zones.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
@@ -698,11 +698,12 @@ export function createBookingService({
       },
     ) {
       const limit = query.limit ?? 100;
-      const from = query.from ? new Date(query.from) : undefined;
-      const to = query.to ? new Date(query.to) : undefined;
+      // A date is its midnight UTC at both ends (the slots' reading): `to` stays exclusive.
+      const from = timeBound(query.from, false);
+      const to = timeBound(query.to, false);
       // The schema's date-time takes a leap second (23:59:60), which Date cannot read, and years
       // the database cannot hold: those are refused here as the records list refuses them.
-      refuseUnstorableTimes({ from, to }, 'an ISO 8601 timestamp');
+      refuseUnstorableTimes({ from, to });
       const rows = await repo.listAppointments(
         accountId,
         {
