@@ -118,6 +118,14 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))(
         await text.fill('Won by {{first_name}}');
         await form.getByRole('button', { name: 'Create automation' }).click();
         await page.getByText('Automation Won note created.').waitFor();
+        // The toast stack's empty parts let clicks through to the page under them (a margin above
+        // the toast caught the click meant for the Edit button below it for the toast's life).
+        const passesThrough = await page.evaluate(`(() => {
+          const box = document.querySelector('.toast').getBoundingClientRect();
+          const under = document.elementFromPoint(box.left + 5, box.top - 3);
+          return under !== null && under.closest('.toasts') === null;
+        })()`);
+        expect(passesThrough).toBe(true);
         const list = await call('GET', '/api/v1/settings/automations');
         expect(list.automations).toHaveLength(1);
         expect(list.automations[0]).toMatchObject({
