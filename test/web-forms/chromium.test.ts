@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formSnippet } from '../../console/src/areas/settings/form-snippet.ts';
 import { escapeHtml } from '../../src/lib/text.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -254,6 +255,66 @@ describe.skipIf(!hasChromium).each(TEST_DATABASES)('website forms in Chromium on
     expect(new URL(page.url()).origin).toBe(service);
     expect(await page.textContent('[role=alert]')).toContain('may not be sent from the page it is on');
     await page.context().close();
+  });
+
+  it("the console's form snippet, pasted as it is: every control it writes is stored as typed", async () => {
+    const fields = [
+      { key: 'email', label: 'Email', type: 'text', format: 'email', role: 'email', required: true },
+      { key: 'visit_at', label: 'Visit', type: 'datetime', required: true },
+      { key: 'day', label: 'Day', type: 'date' },
+      { key: 'people', label: 'People', type: 'number' },
+      { key: 'parking', label: 'Parking', type: 'boolean' },
+      { key: 'topic', label: 'Topic', type: 'select', options: ['Sales', 'Support'] },
+      { key: 'rooms', label: 'Rooms', type: 'multiselect', options: ['Kitchen', 'Roof'] },
+      { key: 'message', label: 'Message', type: 'textarea' },
+    ];
+    const defined = await t.request({
+      method: 'PUT',
+      url: '/api/v1/settings/entities/visit',
+      key: account.apiKey,
+      body: { name: 'Visit', fields },
+    });
+    expect(defined.statusCode, defined.body).toBe(200);
+    const action = await source();
+    const html = formSnippet({
+      action,
+      entity: 'visit',
+      fields: defined.json().fields,
+      honeypot: '_hp',
+      submitLabel: 'Send',
+    });
+    pages.set(
+      '/snippet',
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Visit</title></head><body>${html}</body></html>`,
+    );
+    // A visitor in Berlin (UTC+1 in December): the wall-clock time typed is 10:30 there.
+    const context = await browser.newContext({ locale: 'en-GB', timezoneId: 'Europe/Berlin' });
+    const page = await context.newPage();
+    await page.goto(`${site.origin}/snippet`);
+    await page.getByLabel('Email').fill('visit@b.co');
+    await page.getByLabel('Visit').fill('2026-12-01T10:30');
+    await page.getByLabel('Day').fill('2026-12-02');
+    await page.getByLabel('People').fill('3');
+    await page.getByLabel('Parking').check();
+    await page.getByLabel('Topic').selectOption('Support');
+    await page.getByLabel('Roof').check();
+    await page.getByLabel('Message').fill('Two floors');
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Send' }).click()]);
+    expect(await page.textContent('h1')).toBe('Thank you!');
+    const stored = (await intakeLog(t, account))[0];
+    expect(stored?.outcome).toBe('created');
+    const record = await readRecord(t, account, stored!.record_id!);
+    expect(record.fields).toEqual({
+      email: 'visit@b.co',
+      visit_at: '2026-12-01T09:30:00.000Z',
+      day: '2026-12-02',
+      people: 3,
+      parking: true,
+      topic: 'Support',
+      rooms: ['Roof'],
+      message: 'Two floors',
+    });
+    await context.close();
   });
 
   it('the honeypot: a bot that fills it sees the thank-you page, and nothing is stored', async () => {

@@ -59,6 +59,24 @@ function control(field: FieldDef): string | null {
   }
 }
 
+/**
+ * A browser sends a `datetime-local` control's wall-clock time without its offset, which a
+ * `datetime` field needs (entities guide): as the form's data is put together, each such value
+ * is sent as the instant it names in the visitor's time zone (UTC, ISO 8601). The page keeps what
+ * the person typed. Without scripts the value goes as typed and is refused (422, `error_url`),
+ * never stored as another time.
+ */
+const DATETIME_SCRIPT = [
+  '<script>',
+  '  // Date-time fields: the browser leaves out the time zone, which the service needs.',
+  "  document.currentScript.previousElementSibling.addEventListener('formdata', function (event) {",
+  `    event.target.querySelectorAll('input[type="datetime-local"][name]').forEach(function (input) {`,
+  '      if (input.value) event.formData.set(input.name, new Date(input.value).toISOString());',
+  '    });',
+  '  });',
+  '</script>',
+];
+
 export function formSnippet(options: {
   action: string;
   entity: string;
@@ -80,5 +98,6 @@ export function formSnippet(options: {
     );
   }
   parts.push(`  <button type="submit">${escapeHtml(options.submitLabel)}</button>`, '</form>');
+  if (options.fields.some((field) => field.type === 'datetime')) parts.push(...DATETIME_SCRIPT);
   return parts.join('\n');
 }
