@@ -97,6 +97,18 @@ describe.each(TEST_DATABASES)('website forms: CORS and origins on %s', (kind) =>
       expect((await recordsOf(t, account)).length).toBe(before);
     });
 
+    it('reads an empty Origin as none, so that the Referer is checked', async () => {
+      const before = (await recordsOf(t, account)).length;
+      const foreign = await post(listed.url, { origin: '', referer: 'https://evil.example/form' });
+      expect(foreign.statusCode).toBe(403);
+      expect(foreign.json()).toEqual({ error: 'origin_not_allowed' });
+      expect((await recordsOf(t, account)).length).toBe(before);
+      const own = await post(listed.url, { origin: '', referer: `${ALLOWED}/form` }, 'empty-origin@b.co');
+      expect(own.statusCode).toBe(201);
+      const neither = await post(listed.url, { origin: '' }, 'empty-origin2@b.co');
+      expect(neither.statusCode).toBe(201);
+    });
+
     it('shows a browser the refusal page, never its error_url', async () => {
       const answer = await post(listed.url, { origin: 'https://evil.example', accept: BROWSER_ACCEPT });
       expect(answer.statusCode).toBe(403);
@@ -153,6 +165,34 @@ describe.each(TEST_DATABASES)('website forms: CORS and origins on %s', (kind) =>
       expect(answer.headers['access-control-allow-origin']).toBe('*');
       const pre = await preflight('/api/v1/in/st_unknown', 'https://evil.example');
       expect(pre.statusCode).toBe(204);
+    });
+
+    it('answers a token over 200 characters as an unknown token, not with a bare 404', async () => {
+      const long = `/api/v1/in/st_${'x'.repeat(300)}`;
+      const unknown = await post('/api/v1/in/st_unknown', { origin: 'https://evil.example' });
+      const answer = await post(long, { origin: 'https://evil.example' });
+      expect(answer.statusCode).toBe(401);
+      expect(answer.json()).toEqual(unknown.json());
+      expect(answer.headers['access-control-allow-origin']).toBe('*');
+      expect(answer.headers.vary).toBe(unknown.headers.vary);
+      const page = await post(long, { accept: BROWSER_ACCEPT });
+      const unknownPage = await post('/api/v1/in/st_unknown', { accept: BROWSER_ACCEPT });
+      expect(page.statusCode).toBe(401);
+      expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(page.body).toBe(unknownPage.body);
+      const pre = await preflight(long, 'https://evil.example');
+      const unknownPre = await preflight('/api/v1/in/st_unknown', 'https://evil.example');
+      expect(pre.statusCode).toBe(204);
+      for (const name of ['access-control-allow-origin', 'access-control-allow-methods', 'vary']) {
+        expect(pre.headers[name]).toBe(unknownPre.headers[name]);
+      }
+      // A deeper path below the door is still an address no route serves.
+      for (const deeper of [`${long}/more`, '/api/v1/in/st_unknown/more']) {
+        const refused = await post(deeper, { origin: 'https://evil.example' });
+        expect(refused.statusCode).toBe(404);
+        expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+        expect((await preflight(deeper, 'https://evil.example')).statusCode).toBe(404);
+      }
     });
 
     it('follows a change of allowed_origins at once', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
-import { createSource, FORM, multipart, readRecord, recordsOf } from './support.ts';
+import { BROWSER_ACCEPT, createSource, FORM, multipart, readRecord, recordsOf } from './support.ts';
 
 /**
  * The encodings of POST /api/v1/in/{token} (decisions §13): JSON, url-encoded and multipart;
@@ -19,8 +19,13 @@ describe.each(TEST_DATABASES)('website forms: encodings on %s', (kind) => {
   });
   afterAll(async () => t?.close());
 
-  const post = (payload: string | Buffer, contentType: string, target = url) =>
-    t.request({ method: 'POST', url: target, headers: { 'content-type': contentType }, payload });
+  const post = (
+    payload: string | Buffer,
+    contentType: string,
+    target = url,
+    headers: Record<string, string> = {},
+  ) =>
+    t.request({ method: 'POST', url: target, headers: { 'content-type': contentType, ...headers }, payload });
 
   describe('happy path', () => {
     it('reads fields[…] and meta[…] of a url-encoded form, UTF-8 text included', async () => {
@@ -99,6 +104,49 @@ describe.each(TEST_DATABASES)('website forms: encodings on %s', (kind) => {
       expect(badKey.statusCode).toBe(400);
       expect(badKey.json().error).toBe('invalid_idempotency_key');
     });
+
+    it('reads an empty meta[idempotency_key] of a form as no key, in both form encodings', async () => {
+      const before = (await recordsOf(t, account)).length;
+      // A hidden key input no script filled: each post is a record of its own, no replay.
+      const form = 'entity=lead&fields%5Bemail%5D=nokey%40b.co&meta%5Bidempotency_key%5D=';
+      const first = await post(form, FORM);
+      const second = await post(form, FORM);
+      expect([first.statusCode, second.statusCode]).toEqual([201, 201]);
+      expect(second.headers['idempotent-replayed']).toBeUndefined();
+      expect(second.json().id).not.toBe(first.json().id);
+      expect(first.json().warnings).toEqual([]);
+      const body = multipart([
+        { name: 'entity', value: 'lead' },
+        { name: 'fields[email]', value: 'nokey2@b.co' },
+        { name: 'meta[idempotency_key]', value: '' },
+      ]);
+      const multi = await post(body.payload, body.contentType);
+      expect(multi.statusCode).toBe(201);
+      expect((await recordsOf(t, account)).length).toBe(before + 3);
+      // The header still gives the key beside an empty field.
+      const keyed = await t.request({
+        method: 'POST',
+        url,
+        headers: { 'content-type': FORM, 'idempotency-key': 'beside-empty-field' },
+        payload: form,
+      });
+      const keyedAgain = await t.request({
+        method: 'POST',
+        url,
+        headers: { 'content-type': FORM, 'idempotency-key': 'beside-empty-field' },
+        payload: form,
+      });
+      expect(keyedAgain.headers['idempotent-replayed']).toBe('true');
+      expect(keyedAgain.json().id).toBe(keyed.json().id);
+      // JSON has null for no key: its empty key and an empty header stay 400 (decisions §4).
+      const emptyJson = await t.request({
+        method: 'POST',
+        url,
+        body: { entity: 'lead', fields: { email: 'nokey3@b.co' }, meta: { idempotency_key: '' } },
+      });
+      expect(emptyJson.statusCode).toBe(400);
+      expect(emptyJson.json().error).toBe('invalid_idempotency_key');
+    });
   });
 
   describe('errors', () => {
@@ -175,6 +223,82 @@ describe.each(TEST_DATABASES)('website forms: encodings on %s', (kind) => {
           expect.objectContaining({ key: 'email', reason: 'required' }),
         ]);
       }
+    });
+
+    it('refuses names, and keys in fields[…] and meta[…], over 100 characters as JSON does', async () => {
+      const before = (await recordsOf(t, account)).length;
+      const long = 'k'.repeat(101);
+      const json = await t.request({
+        method: 'POST',
+        url,
+        body: { entity: 'lead', email: 'n@b.co', [long]: 'v' },
+      });
+      expect(json.json().details).toEqual([
+        { key: long, reason: 'out_of_range', message: 'the name must NOT have more than 100 characters' },
+      ]);
+      const cases: [string, string][] = [
+        [long, 'the name must NOT have more than 100 characters'],
+        [`fields[${long}]`, 'the key in fields[…] must NOT have more than 100 characters'],
+        [`meta[${long}]`, 'the key in meta[…] must NOT have more than 100 characters'],
+      ];
+      for (const [name, message] of cases) {
+        const form = new URLSearchParams([
+          ['entity', 'lead'],
+          ['email', 'n@b.co'],
+          [name, 'v'],
+        ]);
+        const text = multipart([
+          { name: 'entity', value: 'lead' },
+          { name: 'email', value: 'n@b.co' },
+          { name, value: 'v' },
+        ]);
+        const file = multipart([
+          { name: 'entity', value: 'lead' },
+          { name: 'email', value: 'n@b.co' },
+          { name, value: 'x', filename: 'x.txt' },
+        ]);
+        for (const answer of [
+          await post(form.toString(), FORM),
+          await post(text.payload, text.contentType),
+          await post(file.payload, file.contentType),
+        ]) {
+          expect({ name, status: answer.statusCode }).toEqual({ name, status: 422 });
+          expect(answer.json().details).toEqual([{ key: name, reason: 'out_of_range', message }]);
+        }
+      }
+      // 100 characters, counted as code points, are taken; a part name past busboy's 80 KiB
+      // header limit (which cuts it) is refused all the same.
+      const atLimit = await post(
+        `entity=lead&email=n%40b.co&${encodeURIComponent(`fields[${'🌞'.repeat(100)}]`)}=v`,
+        FORM,
+      );
+      expect(atLimit.statusCode).toBe(201);
+      const huge = multipart([
+        { name: 'entity', value: 'lead' },
+        { name: 'email', value: 'n@b.co' },
+        { name: 'k'.repeat(100_000), value: 'v' },
+      ]);
+      const hugeAnswer = await post(huge.payload, huge.contentType);
+      expect(hugeAnswer.statusCode).toBe(422);
+      expect(hugeAnswer.json().details[0].reason).toBe('out_of_range');
+      expect((await recordsOf(t, account)).length).toBe(before + 1);
+    });
+
+    it('says what a bare fields or meta name should be, in JSON and on the page', async () => {
+      for (const node of ['fields', 'meta']) {
+        const answer = await post(`entity=lead&email=b%40b.co&${node}=x`, FORM);
+        expect(answer.statusCode).toBe(422);
+        expect(answer.json().details).toEqual([
+          { key: node, reason: 'invalid_type', message: `${node} takes named values: ${node}[name]=…` },
+        ]);
+      }
+      const crm = await post('entity=lead&email=b%40b.co&crm=x', FORM);
+      expect(crm.json().details).toEqual([
+        { key: 'crm', reason: 'not_allowed', message: 'crm is not taken from a form: send the body as JSON' },
+      ]);
+      const page = await post('entity=lead&email=b%40b.co&meta=x', FORM, url, { accept: BROWSER_ACCEPT });
+      expect(page.statusCode).toBe(422);
+      expect(page.body).toContain('<strong>meta</strong> has a value of the wrong kind');
     });
 
     it('answers 415 for multipart where the document does not list it', async () => {

@@ -46,6 +46,18 @@ describe.each(TEST_DATABASES)('website forms: honeypot and per-address limit on 
       });
       expect(json.statusCode).toBe(201);
       expect(json.json().warnings).toEqual([]);
+      // A list of no values, or of blanks only (a form's repeated empty trap), is empty too.
+      const before = (await recordsOf(t, account)).length;
+      for (const [index, trap] of [[], ['', ' ']].entries()) {
+        const listed = await t.request({
+          method: 'POST',
+          url: source.url,
+          body: { entity: 'lead', fields: { email: `human-list${index}@b.co` }, _hp: trap },
+        });
+        expect(listed.statusCode).toBe(201);
+        expect(listed.json().warnings).toEqual([]);
+      }
+      expect((await recordsOf(t, account)).length).toBe(before + 2);
     });
 
     it('answers a filled trap exactly like a success, in every encoding, storing nothing but a spam entry', async () => {
@@ -147,6 +159,22 @@ describe.each(TEST_DATABASES)('website forms: honeypot and per-address limit on 
       const spam = await postForm(source.url, 'entity=lead&_hp=x');
       expect(spam.statusCode).toBe(201);
       expect((await intakeLog(t, account))[0]?.outcome).toBe('spam');
+      // A name a real post is refused for is not echoed in a warning, nor kept in the log.
+      const long = multipart([
+        { name: 'entity', value: 'lead' },
+        { name: `${'k'.repeat(101)}`, value: 'x', filename: 'x.txt' },
+        { name: 'cv', value: 'x', filename: 'cv.txt' },
+        { name: '_hp', value: 'x' },
+      ]);
+      const named = await t.request({
+        method: 'POST',
+        url: source.url,
+        headers: { 'content-type': long.contentType },
+        payload: long.payload,
+      });
+      expect(named.statusCode).toBe(201);
+      expect(named.json().warnings).toEqual([expect.objectContaining({ key: 'cv', reason: 'inline_file' })]);
+      expect((await intakeLog(t, account))[0]?.warnings).toEqual(named.json().warnings);
     });
 
     it('uses the source’s own trap field, or none', async () => {
@@ -224,6 +252,39 @@ describe.each(TEST_DATABASES)('website forms: honeypot and per-address limit on 
       const spam = () => postForm(source.url, 'entity=lead&_hp=x', {}, '192.0.2.44');
       expect([(await spam()).statusCode, (await spam()).statusCode, (await spam()).statusCode]).toEqual([
         201, 201, 429,
+      ]);
+    });
+
+    it('replays a trapped post repeated with its idempotency key, as a real post is, storing nothing', async () => {
+      const source = await createSource(t, account);
+      const before = (await recordsOf(t, account)).length;
+      const real = 'entity=lead&fields%5Bemail%5D=keyed%40b.co&meta%5Bidempotency_key%5D=real-1';
+      const realFirst = await postForm(source.url, real);
+      const realAgain = await postForm(source.url, real);
+      const trapped = 'entity=lead&fields%5Bemail%5D=keyed-bot%40b.co&meta%5Bidempotency_key%5D=bot-1&_hp=x';
+      const first = await postForm(source.url, trapped);
+      const again = await postForm(source.url, trapped);
+      expect(realAgain.headers['idempotent-replayed']).toBe('true');
+      expect(realAgain.json().id).toBe(realFirst.json().id);
+      expect([first.statusCode, again.statusCode]).toEqual([201, 201]);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.json()).toEqual(first.json());
+      // The key in the header, in JSON: the same.
+      const headers = { 'idempotency-key': 'bot-2' };
+      const body = { entity: 'lead', fields: { email: 'keyed-bot2@b.co' }, _hp: 'x' };
+      const json = await t.request({ method: 'POST', url: source.url, headers, body });
+      const jsonAgain = await t.request({ method: 'POST', url: source.url, headers, body });
+      expect(jsonAgain.headers['idempotent-replayed']).toBe('true');
+      expect(jsonAgain.json().id).toBe(json.json().id);
+      // Only the real post made a record; every trapped post is a spam entry of the log.
+      expect((await recordsOf(t, account)).length).toBe(before + 1);
+      const log = await intakeLog(t, account);
+      expect(log.slice(0, 4).map((entry) => [entry.outcome, entry.record_id])).toEqual([
+        ['spam', null],
+        ['spam', null],
+        ['spam', null],
+        ['spam', null],
       ]);
     });
 

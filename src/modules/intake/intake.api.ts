@@ -107,6 +107,16 @@ function logItemOf(index: number, result: { accepted: boolean; body: unknown }):
   };
 }
 
+/** A valid idempotency key as sent, or null for one that would be refused. */
+function keyOrNull(rawKey: unknown): string | null {
+  try {
+    return checkIdempotencyKey(rawKey);
+  } catch (error) {
+    if (error instanceof AppError) return null;
+    throw error;
+  }
+}
+
 /** The entity every entry names, or null when they name several (or none that can be stored). */
 function sharedEntityOf(entries: unknown[]): string | null {
   const names = new Set(entries.map((entry) => (isJsonObject(entry) ? entry.entity : undefined)));
@@ -176,6 +186,32 @@ export function createIntakeApi({
   }
 
   return {
+    /**
+     * The answer to a trapped post (decisions §13), made by `answer`, kept under the post's
+     * idempotency key as a real post's answer is: a repeat with that key and body gets the first
+     * answer replayed (its id, `Idempotent-Replayed`), so that repeating a post does not tell a
+     * bot it was trapped. Nothing else is written here; the caller logs the post as `spam`.
+     * Without a key, or with one a real post would be refused for (the trap answers a body that
+     * would be refused as a success too), the answer is made afresh.
+     */
+    async trapped(
+      ctx: IntakeContext,
+      body: S2RecordBody,
+      headerKey: unknown,
+      answer: () => StoredAnswer,
+    ): Promise<Answer> {
+      const rawKey = idempotencyKeyOf(body, headerKey);
+      const key = rawKey === undefined ? null : keyOrNull(rawKey);
+      if (key === null) return { ...answer(), replayed: false };
+      return idempotency.run(
+        ctx.accountId,
+        { scope: RECORD_SCOPE, key },
+        bodyBesideKey(body),
+        async () => answer(),
+        { beforeReplay: () => intake.checkKey(ctx) },
+      );
+    },
+
     /**
      * The warnings a created record's answer to `body` would carry (`bodyWarnings` first, as
      * `record` puts them), for an answer that creates nothing: a filled trap's (decisions §13).

@@ -123,14 +123,19 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
       },
       onRequest: webForm.admit,
       onError: logRefusal(intake, 'in'),
-      preValidation: [requireBody, webForm.catchSpam, setAsideLackingModules],
+      preValidation: [requireBody, webForm.catchSpam, webForm.checkNames, setAsideLackingModules],
       schema: {
         tags,
         operationId: 'createRecordWithSourceToken',
         summary: 'Take in a record with a source token in the path (same rules as POST /api/v1/records)',
         description: SOURCE_TOKEN_INTAKE,
         params: Type.Object({
-          token: Type.String({ maxLength: 200, description: 'The source token (st_…): the credential' }),
+          // No maxLength: a token the router cuts off at 200 characters is an unknown token (401),
+          // not a refused parameter (web-forms.routes.ts).
+          token: Type.String({
+            description:
+              'The source token (st_…): the credential. A token that names no active source answers 401, whatever its length',
+          }),
         }),
         body: SourceTokenBody,
         headers: IdempotencyHeaders,

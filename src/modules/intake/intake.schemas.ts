@@ -133,22 +133,37 @@ function metaFormText(maxLength: number, description: string) {
  * (rule 1); the other nested nodes have no form spelling.
  */
 const FORM_DESCRIPTION =
-  'Every name but entity, note and meta[…] is a field name; fields[key] names a field too (e.g. fields[email]); meta[key] is a key of meta, others than those listed are unmapped warnings; a repeated name gives several values. The source’s trap field (honeypot_field, default _hp) is not a field: filled, the post is answered as received and nothing is stored.';
+  'Every name but entity, note and meta[…] is a field name; fields[key] names a field too (e.g. fields[email]); meta[key] is a key of meta, others than those listed are unmapped warnings; a repeated name gives several values. A name, or the key in fields[…] or meta[…], has at most 100 characters, as in JSON (else 422, reason out_of_range, the name as the key). The source’s trap field (honeypot_field, default _hp) is not a field: filled, the post is answered as received and nothing is stored.';
 
 export const S2RecordForm = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
     note: Type.Optional(Type.String({ maxLength: 10_000 })),
     'meta[source]': metaFormText(100, 'Stored as the record source'),
-    'meta[idempotency_key]': Type.Optional(IdempotencyKey),
+    'meta[idempotency_key]': Type.Optional(
+      Type.Union([IdempotencyKey, Type.Literal('')], {
+        description:
+          'The idempotency key, 1–255 printable characters (else 400 invalid_idempotency_key); left empty (a hidden input not filled), no key: a form has no null',
+      }),
+    ),
     'meta[external_id]': metaFormText(255, 'The sender’s id of the lead; a match updates that record'),
     ...Object.fromEntries(
       ORIGIN_KEYS.map((key) => [`meta[${key}]`, metaFormText(2000, 'Origin of the submission')]),
     ),
     ...Object.fromEntries(
-      ['fields', 'documents', 'crm', 'booking', 'distribution', 'meta'].map((key) => [
+      ['fields', 'meta'].map((key) => [
         key,
-        Type.Optional(Type.Never({ description: 'not taken from a form' })),
+        Type.Optional(
+          Type.Never({
+            description: `not taken bare: ${key}[name]=… gives its keys (a bare ${key} answers 422 invalid_type)`,
+          }),
+        ),
+      ]),
+    ),
+    ...Object.fromEntries(
+      ['documents', 'crm', 'booking', 'distribution'].map((key) => [
+        key,
+        Type.Optional(Type.Never({ description: 'not taken from a form (422 not_allowed): send JSON' })),
       ]),
     ),
   },
@@ -165,7 +180,7 @@ export const S2RecordForm = Type.Object(
 /** The same form as multipart: its file parts are read and dropped, each an `inline_file` warning. */
 const S2RecordMultipart = {
   ...S2RecordForm,
-  description: `${FORM_DESCRIPTION} File parts are never taken (documents go by URL): each is read and dropped (at most 20, 25 MiB each, else 413) with the warning {key: part name, reason: inline_file}; the other parts count against the 1 MiB body limit.`,
+  description: `${FORM_DESCRIPTION} File parts are never taken (documents go by URL): each is read and dropped (at most 20, 25 MiB each, else 413) with the warning {key: part name, reason: inline_file}, its name bound as any other; the other parts count against the 1 MiB body limit.`,
 };
 
 /** The encodings of POST /api/v1/in/{token} (decisions §13), each with its own schema. */

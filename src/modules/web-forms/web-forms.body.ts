@@ -1,3 +1,4 @@
+import type { ValidationDetail } from '../../http/errors.ts';
 import type { S2RecordBody } from '../intake/intake.handover.ts';
 import type { Warning } from '../intake/intake.service.ts';
 
@@ -11,6 +12,53 @@ import type { Warning } from '../intake/intake.service.ts';
 type FlatForm = Record<string, string | string[]>;
 
 const BRACKETED = /^(fields|meta)\[([^[\]]+)\]$/;
+/** A field key or a `meta` key: at most 100 characters, as JSON's `propertyNames` (decisions §4). */
+const NAME_MAX = 100;
+/** Nodes of the JSON body that a form cannot spell bare. */
+const OBJECT_NODES = new Set(['fields', 'meta']);
+const JSON_ONLY_NODES = new Set(['documents', 'crm', 'booking', 'distribution']);
+
+function longerThan(text: string, max: number): boolean {
+  // Counted in code points, as the schema's maxLength counts them; UTF-16 length is an upper bound.
+  return text.length > max && [...text].length > max;
+}
+
+/**
+ * What is wrong with a form's names (its text parts' and its file parts'), in the words of the
+ * same JSON's refusal: a name, or the key in `fields[…]`/`meta[…]`, over 100 characters
+ * (`out_of_range`); a bare node name, which has no form spelling. The form's schema sees flat
+ * names only, so it cannot state the first; the second it states, but in the validator's words.
+ */
+export function formNameProblems(names: Iterable<string>, trapField: string | null): ValidationDetail[] {
+  const problems: ValidationDetail[] = [];
+  for (const name of names) {
+    if (name === trapField) continue;
+    const bracketed = BRACKETED.exec(name);
+    if (bracketed ? longerThan(bracketed[2]!, NAME_MAX) : longerThan(name, NAME_MAX)) {
+      problems.push({
+        key: name,
+        reason: 'out_of_range',
+        message: bracketed
+          ? `the key in ${bracketed[1]}[…] must NOT have more than ${NAME_MAX} characters`
+          : `the name must NOT have more than ${NAME_MAX} characters`,
+      });
+    } else if (OBJECT_NODES.has(name)) {
+      // `meta: "x"` in JSON is a value of the wrong type: so is a bare `meta=x`.
+      problems.push({
+        key: name,
+        reason: 'invalid_type',
+        message: `${name} takes named values: ${name}[name]=…`,
+      });
+    } else if (JSON_ONLY_NODES.has(name)) {
+      problems.push({
+        key: name,
+        reason: 'not_allowed',
+        message: `${name} is not taken from a form: send the body as JSON`,
+      });
+    }
+  }
+  return problems;
+}
 
 /** The record body a flat form spells; names stay data (null-prototype objects). */
 export function recordBodyOfForm(form: FlatForm, trapField: string | null): S2RecordBody {
@@ -23,7 +71,9 @@ export function recordBodyOfForm(form: FlatForm, trapField: string | null): S2Re
     if (bracketed) {
       const node = bracketed[1] as 'fields' | 'meta';
       nested[node] ??= Object.create(null) as Record<string, unknown>;
-      nested[node][bracketed[2]!] = value;
+      // A form has no null: its empty key field (a hidden input left empty) is JSON's null, no key.
+      const noKey = node === 'meta' && bracketed[2] === 'idempotency_key' && value === '';
+      nested[node][bracketed[2]!] = noKey ? null : value;
     } else {
       body[name] = value;
     }

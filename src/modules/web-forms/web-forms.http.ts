@@ -2,11 +2,17 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import type { SourceFormSettings } from '../../http/auth.ts';
 import { credentialOf } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, type ValidationDetail, validationFailed } from '../../http/errors.ts';
 import type { Answer, IntakeApi } from '../intake/intake.api.ts';
 import type { S2RecordBody } from '../intake/intake.handover.ts';
 import type { IntakeContext } from '../intake/intake.service.ts';
-import { inlineFileWarnings, recordBodyOfForm, recordBodyOfJson, trapFilled } from './web-forms.body.ts';
+import {
+  formNameProblems,
+  inlineFileWarnings,
+  recordBodyOfForm,
+  recordBodyOfJson,
+  trapFilled,
+} from './web-forms.body.ts';
 import { LANGUAGES, type Language, receivedPage, refusedPage } from './web-forms.pages.ts';
 import { originAllowed, originOf, type WebFormsService } from './web-forms.service.ts';
 
@@ -176,6 +182,27 @@ export function answerPreflight(
   return reply.code(204).send();
 }
 
+/**
+ * Whether a request that reached `/api/v1/in/*` names a token, one longer than the router takes
+ * (path parameters end at 200 characters, app.ts), rather than a deeper path: the raw path is
+ * read, so that an encoded `/` (`%2F`) stays part of a token as on the token's own route.
+ */
+export function namesOverlongToken(request: FastifyRequest): boolean {
+  const path = request.url.split('?')[0] ?? '';
+  return !path.slice(path.indexOf('/in/') + '/in/'.length).includes('/');
+}
+
+/**
+ * onRequest of `POST /api/v1/in/*`: an overlong token names no source, so it gets an unknown
+ * token's answer (401, a page or CORS as on the token's route); a deeper path stays an address
+ * no route serves.
+ */
+export async function refuseOverlongToken(request: FastifyRequest, reply: FastifyReply) {
+  if (namesOverlongToken(request)) throw new AppError('unauthorized');
+  reply.callNotFound();
+  return reply;
+}
+
 /** The post's body in its encoding (form or JSON) read as a record body, without its trap field. */
 function recordBodyOf(request: FastifyRequest): S2RecordBody {
   const trap = formOf(request)?.honeypotField ?? null;
@@ -183,6 +210,14 @@ function recordBodyOf(request: FastifyRequest): S2RecordBody {
   return request.mediaType === JSON_TYPE
     ? recordBodyOfJson(flat, trap)
     : recordBodyOfForm(flat as unknown as Record<string, string | string[]>, trap);
+}
+
+/** What is wrong with a form body's names, its file parts' included; nothing for JSON. */
+function nameProblemsOf(request: FastifyRequest): ValidationDetail[] {
+  const body = request.body;
+  if (request.mediaType === JSON_TYPE || body === null || typeof body !== 'object') return [];
+  const names = [...Object.keys(body), ...(request.discardedFileParts ?? [])];
+  return formNameProblems(names, formOf(request)?.honeypotField ?? null);
 }
 
 /** The hooks and handler of POST /api/v1/in/{token}. */
@@ -213,15 +248,31 @@ export function webFormHandlers({
       if (!form || !trapFilled(request.body, form.honeypotField)) return;
       const ctx = contextOf(request);
       const entity = (request.body as { entity?: unknown }).entity;
-      // The warnings a created record would get, so that the answer tells the trap from nothing.
-      const warnings = await intakeApi.warningsFor(
-        ctx,
-        recordBodyOf(request),
-        inlineFileWarnings(request.discardedFileParts),
+      const body = recordBodyOf(request);
+      // A file part's name that a real post is refused for is not echoed (nor logged) either.
+      const fileParts = (request.discardedFileParts ?? []).filter(
+        (name) => formNameProblems([name], null).length === 0,
       );
-      const answer = await webForms.answerSpam(ctx, entity, warnings);
+      // The warnings a created record would get, so that the answer tells the trap from nothing.
+      const warnings = await intakeApi.warningsFor(ctx, body, inlineFileWarnings(fileParts));
+      // Under an idempotency key a repeat is replayed, as a real post's is (decisions §13).
+      const answer = await intakeApi.trapped(ctx, body, request.headers['idempotency-key'], () =>
+        webForms.spamAnswer(entity, warnings),
+      );
+      await webForms.logSpam(ctx, entity, answer.status, warnings);
       await sendIntakeAnswer(request, reply, answer);
       return reply;
+    },
+
+    /**
+     * preValidation, after the trap: what the form's schema cannot say of its names (it sees
+     * flat names only, and never the file parts'), refused in the words the same JSON gets.
+     * Before the nodes of lacking modules are set aside: a bare `crm` has no form spelling
+     * with or without its module.
+     */
+    async checkNames(request: FastifyRequest) {
+      const problems = nameProblemsOf(request);
+      if (problems.length > 0) throw validationFailed(problems);
     },
 
     /** The handler: the body in its encoding read as a record body, then the intake's answer. */

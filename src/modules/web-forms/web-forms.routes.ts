@@ -3,7 +3,13 @@ import fp from 'fastify-plugin';
 import { Type } from 'typebox';
 import type { Credential } from '../../http/auth.ts';
 import { s2Errors } from '../../http/schemas.ts';
-import { addCorsHeaders, answerPreflight, isWebFormRoute } from './web-forms.http.ts';
+import {
+  addCorsHeaders,
+  answerPreflight,
+  isWebFormRoute,
+  namesOverlongToken,
+  refuseOverlongToken,
+} from './web-forms.http.ts';
 
 const PreflightAnswer = Type.Null({
   description:
@@ -30,7 +36,9 @@ const routes: FastifyPluginAsyncTypebox<{
         operationId: 'preflightRecordWithSourceToken',
         summary: 'CORS preflight of a website form’s post (no credential, no body)',
         params: Type.Object({
-          token: Type.String({ maxLength: 200, description: 'The source token (st_…)' }),
+          token: Type.String({
+            description: 'The source token (st_…); one that names no active source is answered as no source',
+          }),
         }),
         response: { 204: PreflightAnswer, ...s2Errors },
       },
@@ -39,6 +47,25 @@ const routes: FastifyPluginAsyncTypebox<{
       const found = await findSource(request.params.token);
       return answerPreflight(request, reply, found?.kind === 'source_token' ? found.form : null);
     },
+  );
+
+  // A token over the router's 200 characters of a path parameter reaches neither route above;
+  // it names no source, so it is answered as an unknown token is, not as a bare JSON 404.
+  app.options(
+    '/api/v1/in/*',
+    { config: { webForm: true }, schema: { hide: true } },
+    async (request, reply) =>
+      namesOverlongToken(request) ? answerPreflight(request, reply, null) : reply.callNotFound(),
+  );
+  app.post(
+    '/api/v1/in/*',
+    {
+      // The credential is refused by refuseOverlongToken, which tells a token from a deeper path.
+      config: { auth: { accept: ['source_token'], optional: true }, webForm: true },
+      onRequest: refuseOverlongToken,
+      schema: { hide: true },
+    },
+    async (_request, reply) => reply.callNotFound(),
   );
 };
 

@@ -2,7 +2,7 @@ import type { SourceFormSettings } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { type RateLimiter, refuseWhenLimited } from '../../http/rate-limit.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
-import type { Answer } from '../intake/intake.api.ts';
+import type { StoredAnswer } from '../idempotency/idempotency.service.ts';
 import type { IntakeContext, IntakeService, Warning } from '../intake/intake.service.ts';
 
 /**
@@ -29,9 +29,15 @@ export function originAllowed(form: SourceFormSettings, origin: string | null): 
 
 /** The header that names where a post came from: `Origin`, else `Referer`, else none. */
 export function postOrigin(headers: { origin?: string; referer?: string }): string | null | undefined {
-  const named = headers.origin ?? headers.referer;
-  if (named === undefined || named === '') return undefined;
+  // An empty header names nothing: an empty `Origin` must not hide the `Referer` from the check.
+  const named = headers.origin?.trim() || headers.referer?.trim();
+  if (!named) return undefined;
   return originOf(named);
+}
+
+/** The entity key a trapped post's answer names: its body's, as far as it can be one. */
+function spamEntityKey(entity: unknown): string {
+  return typeof entity === 'string' ? entity.slice(0, 100) : '';
 }
 
 export function createWebFormsService({
@@ -61,17 +67,19 @@ export function createWebFormsService({
 
     /**
      * The answer to a post whose trap field was filled: what a created record gets (201 with a
-     * new id, time-ordered as record ids are), while nothing is stored but the intake log's
-     * `spam` entry.
+     * new id, time-ordered as record ids are), while no record is stored.
      */
-    async answerSpam(ctx: IntakeContext, entity: unknown, warnings: Warning[]): Promise<Answer> {
-      const entityKey = typeof entity === 'string' ? entity.slice(0, 100) : '';
-      await intake.logSpam(ctx, entityKey === '' ? null : entityKey, 201, warnings);
+    spamAnswer(entity: unknown, warnings: Warning[]): StoredAnswer {
       return {
         status: 201,
-        body: { id: timeOrderedId(), entity: entityKey, created: true, updated: false, warnings },
-        replayed: false,
+        body: { id: timeOrderedId(), entity: spamEntityKey(entity), created: true, updated: false, warnings },
       };
+    },
+
+    /** The intake log's `spam` entry of a trapped post, with the status it was answered (a replay's too). */
+    async logSpam(ctx: IntakeContext, entity: unknown, status: number, warnings: Warning[]): Promise<void> {
+      const entityKey = spamEntityKey(entity);
+      await intake.logSpam(ctx, entityKey === '' ? null : entityKey, status, warnings);
     },
   };
 }
