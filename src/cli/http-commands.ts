@@ -126,6 +126,11 @@ function table(rows: Row[], columns: string[]): string {
 
 export interface CommandSpec {
   usage: string;
+  /**
+   * The credential the command authenticates with: the operator token for the `accounts`
+   * commands, an API key (the default) for the others. Only its option is taken.
+   */
+  credential?: 'key' | 'admin';
   options?: Record<string, { type: 'string' | 'boolean' }>;
   /** Names of the positional arguments, all required. */
   positionals?: string[];
@@ -147,6 +152,16 @@ const list = (value: unknown) =>
 function required(value: string | boolean | undefined, name: string): string {
   if (typeof value !== 'string' || value === '') throw usageError(`--${name} is required`);
   return value;
+}
+
+/**
+ * The body of an update command, refused when it changes nothing: the service would answer an
+ * empty PATCH with the unchanged resource, and the command would report a change that did not
+ * happen. The same words as `partners update` and `participations update`.
+ */
+function somethingToChange(body: Row): Row {
+  if (Object.keys(body).length === 0) throw usageError('name at least one option to change');
+  return body;
 }
 
 function wholeNumber(value: string, name: string): number {
@@ -320,6 +335,7 @@ const newKeyText = (key: Row) => `key ${key.id} "${key.name}"\nvalue (shown once
 export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   'accounts create': {
     usage: 'leads accounts create --name NAME [--modules crm,distribution,booking] [--rate-limit N]',
+    credential: 'admin',
     options: { name: { type: 'string' }, modules: { type: 'string' }, 'rate-limit': { type: 'string' } },
     async run(connection, values) {
       const body: Row = { name: required(values.name, 'name') };
@@ -338,6 +354,7 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   },
   'accounts list': {
     usage: 'leads accounts list',
+    credential: 'admin',
     async run(connection) {
       const rows = await listAll(connection, 'admin', '/admin/v1/accounts', 'accounts');
       return {
@@ -349,6 +366,7 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
   'accounts key': {
     usage:
       'leads accounts key ACCOUNT_ID [--name NAME] [--strict] [--permissions records:read,records:write,…]   (a new API key for the account, e.g. when its keys are revoked)',
+    credential: 'admin',
     options: NEW_KEY_OPTIONS,
     positionals: ['ACCOUNT_ID'],
     async run(connection, values, [id]) {
@@ -426,7 +444,7 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
         'key',
         'PATCH',
         `/api/v1/settings/sources/${encodeURIComponent(id!)}`,
-        body,
+        somethingToChange(body),
       )) as Row;
       return { json: source, text: `source ${source.id} "${source.name}"\n${describeFormSettings(source)}` };
     },
@@ -535,7 +553,7 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
         'key',
         'PATCH',
         `/api/v1/settings/users/${encodeURIComponent(id!)}`,
-        body,
+        somethingToChange(body),
       )) as Row;
       return { json: user, text: `user ${user.id} ${user.email} ${user.role}` };
     },
@@ -647,7 +665,7 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
         'key',
         'PATCH',
         `/api/v1/settings/booking/calendars/${encodeURIComponent(id!)}`,
-        body,
+        somethingToChange(body),
       )) as Row;
       return { json: calendar, text: calendarLine(calendar) };
     },
@@ -816,12 +834,49 @@ export function groupUsage(group: string): string[] {
     .map(([, spec]) => spec.usage);
 }
 
+/**
+ * Options of every client command. Of the two credentials a command takes only its own
+ * (checkOptionTokens); the parser knows both so that the other one gets a message of its own.
+ */
 const CONNECTION_OPTIONS = {
   url: { type: 'string' },
   key: { type: 'string' },
   'admin-token': { type: 'string' },
   json: { type: 'boolean' },
 } as const;
+const CREDENTIAL_OPTIONS = {
+  key: { option: 'key', variable: 'LEADS_API_KEY', what: 'an API key' },
+  admin: { option: 'admin-token', variable: 'LEADS_ADMIN_TOKEN', what: 'the operator token' },
+} as const;
+/** Options whose value is a comma-separated list: a repeat is most likely meant as a second item. */
+const LIST_OPTIONS = new Set(['modules', 'permissions', 'allowed-origins', 'events']);
+
+/**
+ * Refuses what parseArgs would let through unnoticed: an option given twice (parseArgs keeps the
+ * last value and drops the others; no option of these commands is repeatable) and the
+ * credential option of the other kind (the command would never send it).
+ */
+function checkOptionTokens(tokens: { kind: string; name?: string }[], credential: 'key' | 'admin'): void {
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === undefined) continue;
+    const name = token.name;
+    if (seen.has(name)) {
+      const hint = LIST_OPTIONS.has(name)
+        ? ` (several values go in one, comma-separated: --${name} a,b)`
+        : '';
+      throw usageError(`--${name} is given more than once; give it once${hint}`);
+    }
+    seen.add(name);
+    const other = CREDENTIAL_OPTIONS[credential === 'key' ? 'admin' : 'key'];
+    if (name === other.option) {
+      const own = CREDENTIAL_OPTIONS[credential];
+      throw usageError(
+        `--${name} is not used by this command: it authenticates with ${own.what} (--${own.option} or ${own.variable})`,
+      );
+    }
+  }
+}
 
 /** Runs `leads <group> <action> …`; returns the exit code. */
 export async function runHttpCommand(name: string, args: string[], io: CliIo): Promise<number> {
@@ -831,24 +886,31 @@ export async function runHttpCommand(name: string, args: string[], io: CliIo): P
     io.out(`usage: ${spec.usage}\n`);
     return 0;
   }
+  const credential = spec.credential ?? 'key';
   let json = false;
   try {
-    const { values, positionals } = parseArgs({
+    const { values, positionals, tokens } = parseArgs({
       args,
       options: { ...CONNECTION_OPTIONS, ...spec.options },
       allowPositionals: true,
       strict: true,
+      tokens: true,
     });
     json = values.json === true;
+    checkOptionTokens(tokens, credential);
     const expected = spec.positionals ?? [];
     if (positionals.length < expected.length) throw usageError(`${expected[positionals.length]} is required`);
     if (positionals.length > expected.length) {
       throw usageError(`unexpected argument "${positionals[expected.length]}"`);
     }
+    // Only the command's own credential is handed on; the environment may hold both.
     const connection: Connection = {
       url: (values.url as string | undefined) ?? io.env.LEADS_URL ?? 'http://127.0.0.1:3000',
-      key: (values.key as string | undefined) ?? io.env.LEADS_API_KEY,
-      adminToken: (values['admin-token'] as string | undefined) ?? io.env.LEADS_ADMIN_TOKEN,
+      key: credential === 'key' ? ((values.key as string | undefined) ?? io.env.LEADS_API_KEY) : undefined,
+      adminToken:
+        credential === 'admin'
+          ? ((values['admin-token'] as string | undefined) ?? io.env.LEADS_ADMIN_TOKEN)
+          : undefined,
     };
     const result = await spec.run(
       connection,

@@ -65,7 +65,7 @@ ${Object.entries(SERVICE_COMMANDS)
 Clients of a running service (--url, default $LEADS_URL or http://127.0.0.1:3000;
 --key or $LEADS_API_KEY; --admin-token or $LEADS_ADMIN_TOKEN; the environment keeps secrets out
 of the process list; --json prints the raw answer; <command> --help shows one command,
-<group> --help the actions of a group such as keys):
+<group> --help the actions of a group such as keys; leads help <command or group> the same):
 ${Object.values(HTTP_COMMANDS)
   .map((spec) => `  ${spec.usage}`)
   .join('\n')}
@@ -153,6 +153,25 @@ function groupWithoutAction(group: string, usages: string[], next: string | unde
   return EXIT_USAGE;
 }
 
+/**
+ * `leads help WORDS` (or `--help WORDS`): the help of the command or group WORDS name, as
+ * `leads WORDS --help` prints it. Words that name neither are a usage error, not ignored.
+ */
+function helpOf(words: string[], io: CliIo): Promise<number> {
+  const name = words.join(' ');
+  // Each word a plain one, so that "keys create" given as one argument is no command either.
+  const known =
+    words.every((word) => /^[a-z][a-z-]*$/.test(word)) &&
+    ((words.length === 1 && SERVICE_COMMANDS[name] !== undefined) ||
+      HTTP_COMMANDS[name] !== undefined ||
+      groupUsage(name).length > 0);
+  if (!known) {
+    io.err(`leads help: no command or group "${name}"\n\n${USAGE}`);
+    return Promise.resolve(EXIT_USAGE);
+  }
+  return main([...words, '--help'], io);
+}
+
 export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -160,10 +179,15 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     case 'help':
     case '--help':
     case '-h':
+      if (rest.length > 0) return helpOf(rest, io);
       io.out(USAGE);
       return 0;
     case '--version':
     case '-v':
+      if (rest.length > 0) {
+        io.err(`leads ${command}: unexpected argument "${rest[0]}"\n`);
+        return EXIT_USAGE;
+      }
       io.out(`leads ${version()}\n`);
       return 0;
   }

@@ -148,6 +148,23 @@ describe('the leads command line, without a service', () => {
       expect((await leads(['distribution', 'participations', '--help'])).stdout).not.toContain('rules set');
       expect((await leads(['--version'])).stdout).toMatch(/^leads \d+\.\d+\.\d+\n$/);
     });
+
+    it('`leads help WORDS` prints what `leads WORDS --help` prints, for a group or a command', async () => {
+      for (const words of [
+        ['keys'],
+        ['distribution', 'participations'],
+        ['keys', 'create'],
+        ['distribution', 'rules', 'set'],
+        ['serve'],
+      ]) {
+        const asked = await leads([...words, '--help']);
+        expect(asked.code).toBe(0);
+        for (const help of ['help', '--help', '-h']) {
+          const viaHelp = await leads([help, ...words]);
+          expect({ words, help, ...viaHelp }).toEqual({ words, help, ...asked });
+        }
+      }
+    });
   });
 
   describe('errors', () => {
@@ -225,6 +242,129 @@ describe('the leads command line, without a service', () => {
         expect(refused.stderr).toContain('--permissions names no permission');
         expect(refused.stderr).not.toContain('cannot reach');
         expect(refused.stdout).toBe('');
+      }
+    });
+
+    it('refuses an option given twice, naming it, before sending anything', async () => {
+      // Nothing listens at `url`: a command that sent a request would fail with "cannot reach".
+      const url = `http://127.0.0.1:${await freePort()}`;
+      const key = ['--key', 'lk_x'];
+      const admin = ['--admin-token', 'a'];
+      for (const [args, option] of [
+        [
+          [
+            'keys',
+            'create',
+            '--name',
+            'x',
+            '--permissions',
+            'records:read',
+            '--permissions',
+            'settings',
+            ...key,
+          ],
+          '--permissions',
+        ],
+        [
+          ['accounts', 'create', '--name', 'X', '--rate-limit', '10', '--rate-limit=20', ...admin],
+          '--rate-limit',
+        ],
+        [
+          ['accounts', 'create', '--name', 'X', '--modules', 'crm', '--modules', 'booking', ...admin],
+          '--modules',
+        ],
+        [['sources', 'update', 'S', '--name', 'A', '--name', 'B', ...key], '--name'],
+        [['keys', 'create', '--name', 'x', '--strict', '--strict', ...key], '--strict'],
+        [['keys', 'list', '--key', 'lk_a', ...key], '--key'],
+        [['accounts', 'list', '--admin-token', 'b', ...admin], '--admin-token'],
+        [['keys', 'list', '--json', '--json', ...key], '--json'],
+        [['keys', 'list', '--url', url, ...key], '--url'],
+      ] as const) {
+        const refused = await leads([...args, '--url', url]);
+        expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+        expect(refused.stderr).toContain(`${option} is given more than once`);
+        expect(refused.stderr).not.toContain('cannot reach');
+        expect(refused.stdout).toBe('');
+      }
+      // A list option says how to give several values.
+      const twice = await leads([
+        'keys',
+        'create',
+        '--name',
+        'x',
+        '--permissions',
+        'a',
+        '--permissions',
+        'b',
+        ...key,
+        '--url',
+        url,
+      ]);
+      expect(twice.stderr).toContain('comma-separated: --permissions a,b');
+    });
+
+    it('refuses the credential option of the other kind: operator commands take no --key, the others no --admin-token', async () => {
+      const url = `http://127.0.0.1:${await freePort()}`;
+      for (const [args, option, own] of [
+        [
+          ['accounts', 'create', '--name', 'X', '--key', 'foo'],
+          '--key',
+          '--admin-token or LEADS_ADMIN_TOKEN',
+        ],
+        [
+          ['accounts', 'list', '--key', 'foo', '--admin-token', 'a'],
+          '--key',
+          '--admin-token or LEADS_ADMIN_TOKEN',
+        ],
+        [['accounts', 'key', 'A', '--key', 'foo'], '--key', '--admin-token or LEADS_ADMIN_TOKEN'],
+        [['keys', 'list', '--admin-token', 'a', '--key', 'lk_x'], '--admin-token', '--key or LEADS_API_KEY'],
+        [['keys', 'create', '--name', 'x', '--admin-token', 'a'], '--admin-token', '--key or LEADS_API_KEY'],
+        [
+          ['distribution', 'rules', 'set', 'lead', '--rules', '[]', '--admin-token', 'a'],
+          '--admin-token',
+          '--key or LEADS_API_KEY',
+        ],
+      ] as const) {
+        const refused = await leads([...args, '--url', url], {
+          LEADS_API_KEY: 'lk_x',
+          LEADS_ADMIN_TOKEN: 'a',
+        });
+        expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+        expect(refused.stderr).toContain(`${option} is not used by this command`);
+        expect(refused.stderr).toContain(own);
+        expect(refused.stderr).not.toContain('cannot reach');
+      }
+    });
+
+    it('refuses words after --version, and help words that name no command or group', async () => {
+      for (const [args, message] of [
+        [['--version', 'extra'], 'leads --version: unexpected argument "extra"'],
+        [['-v', 'extra'], 'leads -v: unexpected argument "extra"'],
+        [['help', 'keys', 'extra'], 'no command or group "keys extra"'],
+        [['help', 'keys', 'create', 'extra'], 'no command or group "keys create extra"'],
+        [['--help', 'frobnicate'], 'no command or group "frobnicate"'],
+        [['help', 'keys', '--json'], 'no command or group "keys --json"'],
+      ] as const) {
+        const refused = await leads([...args]);
+        expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+        expect(refused.stderr).toContain(message);
+        expect(refused.stdout).toBe('');
+      }
+    });
+
+    it('refuses every update command with nothing to change, before sending anything', async () => {
+      const url = `http://127.0.0.1:${await freePort()}`;
+      for (const args of [
+        ['users', 'update', 'U'],
+        ['sources', 'update', 'S'],
+        ['calendars', 'update', 'C'],
+        ['partners', 'update', 'P'],
+        ['distribution', 'participations', 'update', 'P'],
+      ]) {
+        const refused = await leads([...args, '--url', url, '--key', 'lk_x']);
+        expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+        expect(refused.stderr).toContain('name at least one option to change');
+        expect(refused.stderr).not.toContain('cannot reach');
       }
     });
 
