@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { escapeUnstorable, isStorableText } from '../lib/text.ts';
+import { RESOURCE_PARAMS } from './error-handler.ts';
 import { AppError, type ValidationDetail } from './errors.ts';
 
 declare module 'fastify' {
@@ -132,15 +133,15 @@ function invalidCharactersDetail(name: string): ValidationDetail {
 /**
  * The edge check of every request, before its schema (decisions: HTTP conventions): path
  * parameters, query string and body may hold no text PostgreSQL cannot store, so that no route
- * can forget it. A path `id` that holds such text names no resource (404, like any malformed
- * id); other parameters and the query answer 422 like a schema failure; the body is 400 when
+ * can forget it. A path `id` or entity key that holds such text names no resource (404, like any
+ * malformed id); other parameters and the query answer 422 like a schema failure; the body is 400 when
  * nested too deep, else 422, except the entries of a bulk body, left to the route.
  */
 export function checkRequestInput(request: FastifyRequest): void {
   // No route: the not-found answer says so, whatever the address holds.
   if (request.is404) return;
   const badParams = unstorableNames(request.params);
-  if (badParams.includes('id')) throw new AppError('not_found');
+  if (badParams.some((name) => RESOURCE_PARAMS.has(name))) throw new AppError('not_found');
   const badNames = [...badParams, ...unstorableNames(request.query)];
   if (badNames.length > 0) {
     throw new AppError('validation_failed', {

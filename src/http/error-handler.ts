@@ -186,15 +186,18 @@ function notFoundAt(url: string): AppError {
   return new AppError(code, { message: 'No route at that address' });
 }
 
+/** Path parameters that name a resource: a uuid, an entity's key (settings and distribution setup). */
+export const RESOURCE_PARAMS: ReadonlySet<string> = new Set(['id', 'key', 'entity_key']);
+
 /** Maps whatever was thrown to the one AppError the client will see. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const fastifyError = error as FastifyError & { validation?: AjvError[]; validationContext?: string };
   if (fastifyError.validation) {
-    // A malformed id in the path names no resource: that is a 404, not a validation error.
+    // A malformed id or entity key in the path names no resource: that is a 404, not a validation error.
     if (
       fastifyError.validationContext === 'params' &&
-      fastifyError.validation.some((e) => e.instancePath === '/id')
+      fastifyError.validation.some((e) => RESOURCE_PARAMS.has((e.instancePath ?? '').slice(1)))
     ) {
       return new AppError('not_found');
     }

@@ -123,7 +123,13 @@ describe.each(TEST_DATABASES)('operator API on %s', (kind) => {
         strict: true,
       });
       expect(issued.statusCode).toBe(201);
-      expect(issued.json()).toMatchObject({ name: 'Reader', permissions: ['records:read'], strict: true });
+      // Managing users makes owners: only a key with every permission may.
+      expect(issued.json()).toMatchObject({
+        name: 'Reader',
+        permissions: ['records:read'],
+        strict: true,
+        manages_users: false,
+      });
       const settings = await t.request({
         method: 'GET',
         url: '/api/v1/settings/api-keys',
@@ -198,6 +204,9 @@ describe.each(TEST_DATABASES)('operator API on %s', (kind) => {
         { permissions: 'records:read' },
         { strict: 'yes' },
         [],
+        // A key with no permission is no key the API documents; a name twice is a mistake.
+        { permissions: [] },
+        { permissions: ['settings', 'settings'] },
       ]) {
         const response = await admin('POST', `/admin/v1/accounts/${id}/api-keys`, body);
         expect(response.statusCode, JSON.stringify(body)).toBe(422);

@@ -6,6 +6,7 @@ import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads, LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
 import { type Receiver, startReceiver, waitFor } from '../outbound/receiver.ts';
 import { type SmtpServer, startSmtpServer } from '../outbound/smtp-server.ts';
+import { asPerson, personWithRole } from '../people/support.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
 
@@ -839,6 +840,126 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
         key: account.apiKey,
       });
       expect(unknown.statusCode).toBe(404);
+    });
+
+    it('lets an API key set up an email or webhook action only with records:read beside settings', async () => {
+      const account = await crmAccount();
+      const keyWith = async (permissions: string[]) =>
+        (
+          await t.request({
+            method: 'POST',
+            url: '/api/v1/settings/api-keys',
+            key: account.apiKey,
+            body: { name: permissions.join(' '), permissions },
+          })
+        ).json().key as string;
+      const settingsOnly = await keyWith(['settings']);
+      const reading = await keyWith(['settings', 'records:read']);
+      const as = (key: string, method: 'POST' | 'PATCH', url: string, body: object) =>
+        t.request({ method, url, key, body });
+      const automation = (action: object) => ({ name: randomUUID(), entity: 'lead', stage: 'Won', action });
+      // Both send record data where the key's holder says: any address, any URL.
+      const email = {
+        type: 'email',
+        to: 'thief@elsewhere.test',
+        subject: 'Lead',
+        body: '{{email}} {{phone}}',
+      };
+      const webhook = { type: 'webhook', url: 'https://elsewhere.test/hook' };
+      for (const action of [email, webhook]) {
+        const refused = await as(settingsOnly, 'POST', '/api/v1/settings/automations', automation(action));
+        expect(refused.statusCode, action.type).toBe(403);
+        expect(refused.json()).toEqual({ error: 'forbidden' });
+      }
+      const listed = async () =>
+        (await t.request({ method: 'GET', url: '/api/v1/settings/automations', key: account.apiKey })).json()
+          .automations as { id: string; action: { type: string } }[];
+      expect(await listed()).toEqual([]);
+      // Notes and stage moves stay the settings permission's.
+      const note = await as(
+        settingsOnly,
+        'POST',
+        '/api/v1/settings/automations',
+        automation({ type: 'note', body: 'Won: {{email}}' }),
+      );
+      expect(note.statusCode, note.body).toBe(201);
+      const moving = await as(
+        settingsOnly,
+        'POST',
+        '/api/v1/settings/automations',
+        automation({ type: 'move_stage', stage: 'Contacted' }),
+      );
+      expect(moving.statusCode, moving.body).toBe(201);
+      const noteUrl = `/api/v1/settings/automations/${note.json().id}`;
+      expect((await as(settingsOnly, 'PATCH', noteUrl, { name: 'Renamed note' })).statusCode).toBe(200);
+      // Turning a note into an email or webhook is refused, and the note stays.
+      for (const action of [email, webhook]) {
+        const refused = await as(settingsOnly, 'PATCH', noteUrl, { action });
+        expect(refused.statusCode, action.type).toBe(403);
+        expect(refused.json()).toEqual({ error: 'forbidden' });
+      }
+      expect((await t.request({ method: 'GET', url: noteUrl, key: account.apiKey })).json().action).toEqual({
+        type: 'note',
+        body: 'Won: {{email}}',
+      });
+      // With records:read a key may; then any change of a sending automation needs it too.
+      const sending = await as(reading, 'POST', '/api/v1/settings/automations', automation(webhook));
+      expect(sending.statusCode, sending.body).toBe(201);
+      const sendingUrl = `/api/v1/settings/automations/${sending.json().id}`;
+      for (const change of [{ stage: 'New' }, { enabled: true }, { rotate_secret: true }]) {
+        const refused = await as(settingsOnly, 'PATCH', sendingUrl, change);
+        expect(refused.statusCode, JSON.stringify(change)).toBe(403);
+      }
+      expect((await t.request({ method: 'GET', url: sendingUrl, key: account.apiKey })).json().stage).toBe(
+        'Won',
+      );
+      expect((await as(reading, 'PATCH', sendingUrl, { action: email })).statusCode).toBe(200);
+      // Making it send nothing any more needs no more than settings.
+      const quiet = await as(settingsOnly, 'PATCH', sendingUrl, { action: { type: 'note', body: 'x' } });
+      expect(quiet.statusCode, quiet.body).toBe(200);
+      expect((await listed()).map((a) => a.action.type).sort()).toEqual(['move_stage', 'note', 'note']);
+      // A signed-in admin is bounded by the role, as for account webhooks.
+      const admin = await personWithRole(t, account, 'admin');
+      const byAdmin = await asPerson(t, admin, {
+        method: 'POST',
+        url: '/api/v1/settings/automations',
+        body: automation(email),
+      });
+      expect(byAdmin.statusCode, byAdmin.body).toBe(201);
+    });
+
+    it('lets an API key set up a distribute action only with distribution beside settings', async () => {
+      const account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
+      const keyWith = async (permissions: string[]) =>
+        (
+          await t.request({
+            method: 'POST',
+            url: '/api/v1/settings/api-keys',
+            key: account.apiKey,
+            body: { name: permissions.join(' '), permissions },
+          })
+        ).json().key as string;
+      const settingsOnly = await keyWith(['settings', 'records:read']);
+      const distributing = await keyWith(['settings', 'distribution']);
+      const automation = { name: 'Sell won', entity: 'lead', stage: 'Won', action: { type: 'distribute' } };
+      const post = (key: string, body: object) =>
+        t.request({ method: 'POST', url: '/api/v1/settings/automations', key, body });
+      // A run delivers records to paying partners: the endpoint needs `distribution`, so does this.
+      const refused = await post(settingsOnly, automation);
+      expect(refused.statusCode, refused.body).toBe(403);
+      expect(refused.json()).toEqual({ error: 'forbidden' });
+      const note = await post(settingsOnly, { ...automation, action: { type: 'note', body: 'Won' } });
+      expect(note.statusCode, note.body).toBe(201);
+      const noteUrl = `/api/v1/settings/automations/${note.json().id}`;
+      const patched = await t.request({
+        method: 'PATCH',
+        url: noteUrl,
+        key: settingsOnly,
+        body: { action: { type: 'distribute' } },
+      });
+      expect(patched.statusCode, patched.body).toBe(403);
+      const allowed = await post(distributing, { ...automation, name: 'Sell won 2' });
+      expect(allowed.statusCode, allowed.body).toBe(201);
     });
   });
 });

@@ -503,6 +503,17 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
         expect(response.statusCode, `${method} ${url}`).toBe(404);
         expect(response.json().error).toBe('not_found');
       }
+      // An entity key not of the form of one names no entity either (not a 422 on the path).
+      for (const [method, url, body] of [
+        ['GET', `${SETUPS}/NOPE`, undefined],
+        ['PUT', `${SETUPS}/9lead`, {}],
+        ['POST', `${SETUPS}/le%20ad/participations`, webhookBody()],
+        ['PUT', `${SETUPS}/a%00b/rules`, []],
+      ] as const) {
+        const response = await call(method, url, body);
+        expect(response.statusCode, `${method} ${url}`).toBe(404);
+        expect(response.json(), `${method} ${url}`).toEqual({ error: 'not_found' });
+      }
       const fresh = await distributionAccount(t);
       const freshPartner = await partner(fresh, 'Fresh');
       for (const [method, url, body] of [
@@ -741,6 +752,42 @@ describe.each(TEST_DATABASES)('distribution setup on %s', (kind) => {
       }
       expect((await call('GET', `${SETUPS}/lead`)).json().rules).toEqual(kept);
       expect((await call('PUT', `${SETUPS}/lead/rules`, { rules: [base] })).statusCode).toBe(422);
+    });
+
+    it('checks a filter against the fields as stored, not as a cache still holds them', async () => {
+      const owner = await distributionAccount(t);
+      const ownPartner = await partner(owner, 'Stored Partner');
+      expect((await put('lead', {}, owner.apiKey)).statusCode).toBe(200);
+      const participation = (await add(webhookBody({ partner_id: ownPartner }), 'lead', owner.apiKey)).json();
+      const rule = (field: string) => [
+        {
+          name: 'R',
+          strategy: 'all',
+          participation_ids: [participation.id],
+          filter: [{ field, op: 'equals', value: 'x' }],
+        },
+      ];
+      // Loads the definition into the cache.
+      expect((await call('PUT', `${SETUPS}/lead/rules`, rule('company'), owner.apiKey)).statusCode).toBe(200);
+      // The field goes as another node's PUT would take it away: this node's cache still has it.
+      const stored = await t.db
+        .selectFrom('entities')
+        .select('fields')
+        .where('account_id', '=', owner.id)
+        .where('key', '=', 'lead')
+        .executeTakeFirstOrThrow();
+      const fields = (stored.fields as { key: string }[]).filter((field) => field.key !== 'interest');
+      await t.db
+        .updateTable('entities')
+        .set({ fields: JSON.stringify(fields) })
+        .where('account_id', '=', owner.id)
+        .where('key', '=', 'lead')
+        .execute();
+      const refused = await call('PUT', `${SETUPS}/lead/rules`, rule('interest'), owner.apiKey);
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json().details).toEqual([
+        { key: '0.filter.0.field', reason: 'unknown_field', message: 'the entity has no field interest' },
+      ]);
     });
   });
 

@@ -1,4 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../src/db/migrate.ts';
+import { PERMISSIONS } from '../../src/http/auth.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 
@@ -67,6 +71,26 @@ describe.each(TEST_DATABASES)('settings: API keys on %s', (kind) => {
         404,
       );
       expect((await call('DELETE', `/api/v1/settings/api-keys/${missing}`)).statusCode).toBe(404);
+    });
+
+    it('refuses an empty permission list and a permission named twice, and makes no key', async () => {
+      const before = (await call('GET', '/api/v1/settings/api-keys?limit=500')).json().api_keys.length;
+      const empty = await call('POST', '/api/v1/settings/api-keys', { name: 'Nothing', permissions: [] });
+      expect(empty.statusCode).toBe(422);
+      expect(empty.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'permissions', reason: 'out_of_range', message: expect.any(String) }],
+      });
+      const twice = await call('POST', '/api/v1/settings/api-keys', {
+        name: 'Twice',
+        permissions: ['settings', 'records:read', 'settings'],
+      });
+      expect(twice.statusCode).toBe(422);
+      expect(twice.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'permissions', reason: 'duplicate', message: expect.any(String) }],
+      });
+      expect((await call('GET', '/api/v1/settings/api-keys?limit=500')).json().api_keys).toHaveLength(before);
     });
 
     it('refuses a key name of blanks only, on creation and rename, and keeps blanks around text', async () => {
@@ -139,6 +163,69 @@ describe.each(TEST_DATABASES)('settings: API keys on %s', (kind) => {
       expect((await call('GET', '/api/v1/records', undefined, subset.json().key)).statusCode).toBe(200);
       const all = await call('POST', '/api/v1/settings/api-keys', { name: 'Same' }, both.key);
       expect(all.json().permissions).toEqual(['records:read', 'settings']);
+    });
+
+    it('lets only a key holding every permission manage users: a settings key cannot make an owner', async () => {
+      // The account's first key may manage users, and holds every permission.
+      const fresh = await t.createAccount();
+      const byFirst = (body: unknown) => call('POST', '/api/v1/settings/api-keys', body, fresh.apiKey);
+      const settingsOnly = (await byFirst({ name: 'Settings', permissions: ['settings'] })).json();
+      expect(settingsOnly.manages_users).toBe(false);
+      const allButOne = (
+        await byFirst({ name: 'Most', permissions: PERMISSIONS.filter((p) => p !== 'documents:read') })
+      ).json();
+      expect(allButOne.manages_users).toBe(false);
+      const full = (await byFirst({ name: 'Full', permissions: [...PERMISSIONS].reverse() })).json();
+      expect(full.manages_users).toBe(true);
+      expect((await byFirst({ name: 'Defaulted' })).json().manages_users).toBe(true);
+      // Neither narrower key may add an owner (who could then sign in and do everything).
+      for (const key of [settingsOnly.key, allButOne.key]) {
+        const owner = await call(
+          'POST',
+          '/api/v1/settings/users',
+          { email: `${randomUUID()}@keys.test`, name: 'Sneaky', role: 'owner' },
+          key,
+        );
+        expect(owner.statusCode).toBe(403);
+        expect(owner.json()).toEqual({ error: 'forbidden' });
+      }
+      expect(
+        (await t.db.selectFrom('users').select('id').where('account_id', '=', fresh.id).execute()).length,
+      ).toBe(0);
+      const added = await call(
+        'POST',
+        '/api/v1/settings/users',
+        { email: `${randomUUID()}@keys.test`, name: 'Real owner', role: 'owner' },
+        full.key,
+      );
+      expect(added.statusCode).toBe(201);
+      // A key made by the narrow key cannot manage users either, whatever it asks for.
+      const second = await call('POST', '/api/v1/settings/api-keys', { name: 'Second' }, settingsOnly.key);
+      expect(second.json().manages_users).toBe(false);
+    });
+
+    it('takes managing users from narrower keys made before (migration 0029)', async () => {
+      const fresh = await t.createAccount();
+      const byFirst = (body: unknown) => call('POST', '/api/v1/settings/api-keys', body, fresh.apiKey);
+      const narrow = (await byFirst({ name: 'Narrow', permissions: ['settings'] })).json();
+      const full = (await byFirst({ name: 'Full' })).json();
+      // As such keys were made before: allowed to manage users with fewer permissions.
+      await t.db
+        .updateTable('api_keys')
+        .set({ manages_users: true })
+        .where('account_id', '=', fresh.id)
+        .execute();
+      await sql`DELETE FROM schema_migrations WHERE name = '0029_api_key_manages_users_full.sql'`.execute(
+        t.db,
+      );
+      expect((await migrate(t.db)).applied).toEqual(['0029_api_key_manages_users_full.sql']);
+      const rows = await t.db
+        .selectFrom('api_keys')
+        .select(['name', 'manages_users'])
+        .where('account_id', '=', fresh.id)
+        .execute();
+      const managing = Object.fromEntries(rows.map((row) => [row.name, row.manages_users]));
+      expect(managing).toEqual({ 'Initial key': true, [narrow.name]: false, [full.name]: true });
     });
 
     it("answers 404 for another account's key, and never revokes it", async () => {

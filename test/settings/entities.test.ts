@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -16,6 +17,43 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
     t.request({ method: 'PUT', url: `/api/v1/settings/entities/${key}`, key: apiKey, body });
   const get = (url: string, apiKey = account.apiKey) => t.request({ method: 'GET', url, key: apiKey });
   const post = (url: string, body: unknown) => t.request({ method: 'POST', url, key: account.apiKey, body });
+
+  /** Fields a distribution rule filters on (postal_code, budget) beside an email. */
+  const RULED_FIELDS = [
+    { key: 'email', label: 'Email', type: 'text' },
+    { key: 'postal_code', label: 'Postal code', type: 'text', format: 'postal_code' },
+    { key: 'budget', label: 'Budget', type: 'number' },
+  ];
+  /** An account with the distribution module whose lead has a rule filtering on postal_code and budget. */
+  async function accountWithRule() {
+    const owner = await t.createAccount({ modules: ['distribution'] });
+    const as = (method: 'POST' | 'PUT', url: string, body: unknown) =>
+      t.request({ method, url, key: owner.apiKey, body });
+    expect((await put('lead', { name: 'Lead', fields: RULED_FIELDS }, owner.apiKey)).statusCode).toBe(200);
+    const partner = (await as('POST', '/api/v1/distribution/partners', { name: 'Partner' })).json();
+    expect((await as('PUT', '/api/v1/settings/distributions/lead', {})).statusCode).toBe(200);
+    const participation = (
+      await as('POST', '/api/v1/settings/distributions/lead/participations', {
+        partner_id: partner.id,
+        channel: 'webhook',
+        address: 'https://partner.example.com/leads',
+        price_cents: 100,
+      })
+    ).json();
+    const rules = await as('PUT', '/api/v1/settings/distributions/lead/rules', [
+      {
+        name: 'Berlin',
+        filter: [
+          { field: 'postal_code', op: 'postal_prefix', prefix: '10' },
+          { field: 'budget', op: 'range', min: 100 },
+        ],
+        strategy: 'all',
+        participation_ids: [participation.id],
+      },
+    ]);
+    expect(rules.statusCode).toBe(200);
+    return { owner, ruleId: rules.json()[0].id as string, as };
+  }
 
   describe('happy path', () => {
     it('creates an entity and shows it on both surfaces with the fields of the interface', async () => {
@@ -353,6 +391,203 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
       ]);
       expect((await put('older', definition('Other'))).statusCode).toBe(200);
     });
+
+    const bare = (archived = false) => ({ name: 'E', fields: [], archived });
+    /** Entities written straight to the database: only their count matters here. */
+    const store = (owner: TestAccount, keys: string[], archived: boolean) =>
+      t.db
+        .insertInto('entities')
+        .values(
+          keys.map((key) => ({
+            account_id: owner.id,
+            id: randomUUID(),
+            key,
+            name: 'E',
+            fields: '[]',
+            archived,
+          })),
+        )
+        .execute();
+    const range = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, index) => `e${from + index}`);
+
+    it('refuses an entity beyond 50 not archived or 100 in all; entities already counted change freely', async () => {
+      const owner = await t.createAccount();
+      const putAs = (key: string, body: unknown) => put(key, body, owner.apiKey);
+      await store(owner, range(0, 49), false);
+      expect((await putAs('e49', bare())).statusCode).toBe(200);
+      const over = await putAs('e50', bare());
+      expect(over.statusCode).toBe(422);
+      expect(over.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'name', reason: 'too_many', message: expect.stringContaining('at most 50') }],
+      });
+      expect((await get('/api/v1/settings/entities/e50', owner.apiKey)).statusCode).toBe(404);
+
+      // An archived entity is not counted among the 50; bringing it back is.
+      expect((await putAs('e50', bare(true))).statusCode).toBe(200);
+      const back = await putAs('e50', bare(false));
+      expect(back.statusCode).toBe(422);
+      expect(back.json().details).toEqual([
+        { key: 'archived', reason: 'too_many', message: expect.stringContaining('at most 50') },
+      ]);
+      expect((await putAs('e0', { name: 'Renamed', fields: [] })).statusCode).toBe(200);
+      expect((await putAs('e0', bare(true))).statusCode).toBe(200);
+      expect((await putAs('e50', bare(false))).statusCode).toBe(200);
+
+      // Archived ones count among the 100; an archived entity's key may be defined anew.
+      await store(owner, range(51, 99), true);
+      expect((await putAs('e99', bare(true))).statusCode).toBe(200);
+      const full = await putAs('e100', bare(true));
+      expect(full.statusCode).toBe(422);
+      expect(full.json().details).toEqual([
+        { key: 'name', reason: 'too_many', message: expect.stringContaining('at most 100') },
+      ]);
+      expect((await putAs('e51', { name: 'Again', fields: [], archived: true })).statusCode).toBe(200);
+      const listed = (await get('/api/v1/settings/entities', owner.apiKey)).json().entities;
+      expect(listed).toHaveLength(100);
+      expect(listed.filter((e: { archived: boolean }) => !e.archived)).toHaveLength(50);
+    });
+
+    it('refuses a PUT that leaves out a field a distribution rule filters on, naming the rule', async () => {
+      const { owner, ruleId } = await accountWithRule();
+      const refused = await put('lead', { name: 'Lead', fields: [RULED_FIELDS[0]] }, owner.apiKey);
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual({
+        error: 'validation_failed',
+        details: [
+          {
+            key: `distribution_rules.${ruleId}.filter.0.field`,
+            reason: 'used_by_rule',
+            message:
+              'distribution rule "Berlin" filters on field postal_code, which the definition leaves out',
+          },
+          {
+            key: `distribution_rules.${ruleId}.filter.1.field`,
+            reason: 'used_by_rule',
+            message: 'distribution rule "Berlin" filters on field budget, which the definition leaves out',
+          },
+        ],
+      });
+      const kept = (await get('/api/v1/settings/entities/lead', owner.apiKey)).json();
+      expect(kept.fields.map((f: { key: string }) => f.key)).toEqual(['email', 'postal_code', 'budget']);
+
+      // A changed type passes, as the rules take any op on any field; other changes pass too.
+      const retyped = RULED_FIELDS.map((f) => (f.key === 'budget' ? { ...f, type: 'text' } : f));
+      const extended = [...retyped, { key: 'city', label: 'City', type: 'text' }];
+      expect((await put('lead', { name: 'Lead', fields: extended }, owner.apiKey)).statusCode).toBe(200);
+
+      // What the rule lacked before is not the change's: a field gone already does not block.
+      await t.db
+        .updateTable('distribution_rules')
+        .set({ filter: JSON.stringify([{ field: 'gone', op: 'equals', value: 'x' }]) })
+        .where('account_id', '=', owner.id)
+        .where('id', '=', ruleId)
+        .execute();
+      expect((await put('lead', { name: 'Lead', fields: [RULED_FIELDS[0]] }, owner.apiKey)).statusCode).toBe(
+        200,
+      );
+      // With the rule changed first, the field goes.
+      const again = await accountWithRule();
+      await again.as('PUT', '/api/v1/settings/distributions/lead/rules', []);
+      expect(
+        (await put('lead', { name: 'Lead', fields: [RULED_FIELDS[0]] }, again.owner.apiKey)).statusCode,
+      ).toBe(200);
+    });
+
+    it('refuses field keys that intake takes at the top level for itself', async () => {
+      const refused = await put('reserved', {
+        name: 'Reserved',
+        fields: [
+          { key: 'note', label: 'Note', type: 'text' },
+          { key: 'email', label: 'Email', type: 'text' },
+          { key: 'assignee', label: 'Assignee', type: 'text' },
+          { key: 'meta', label: 'Meta', type: 'text' },
+          { key: 'lead_object', label: 'Lead object', type: 'text' },
+        ],
+      });
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual({
+        error: 'validation_failed',
+        details: ['0', '2', '3', '4'].map((index) => ({
+          key: `fields.${index}.key`,
+          reason: 'not_allowed',
+          message: expect.stringContaining('at the top level'),
+        })),
+      });
+      expect((await get('/api/v1/settings/entities/reserved')).statusCode).toBe(404);
+    });
+
+    it('keeps an entity stored with a reserved field key working and refuses its next PUT until renamed', async () => {
+      const definition = (key: string) => ({
+        name: 'Older reserved',
+        fields: [{ key, label: 'Remark', type: 'text' }],
+      });
+      expect((await put('older_reserved', definition('remark'))).statusCode).toBe(200);
+      // As stored before the rule.
+      await t.db
+        .updateTable('entities')
+        .set({
+          fields: JSON.stringify([
+            {
+              key: 'note',
+              label: 'Remark',
+              type: 'text',
+              format: null,
+              required: false,
+              options: null,
+              role: null,
+            },
+          ]),
+        })
+        .where('account_id', '=', account.id)
+        .where('key', '=', 'older_reserved')
+        .execute();
+      t.services.entities.invalidate(account.id);
+
+      expect((await get('/api/v1/settings/entities/older_reserved')).statusCode).toBe(200);
+      const created = await post('/api/v1/records', { entity: 'older_reserved', fields: { note: 'hello' } });
+      expect(created.statusCode).toBe(201);
+      expect((await get(`/api/v1/records/${created.json().id}`)).json().fields).toEqual({ note: 'hello' });
+
+      const again = await put('older_reserved', definition('note'));
+      expect(again.statusCode).toBe(422);
+      expect(again.json().details).toEqual([
+        { key: 'fields.0.key', reason: 'not_allowed', message: expect.any(String) },
+      ]);
+      expect((await put('older_reserved', definition('remark'))).statusCode).toBe(200);
+    });
+
+    it('refuses a duplicate rule naming a field twice, through the API and the service', async () => {
+      const body = {
+        name: 'Twice',
+        fields: [{ key: 'email', label: 'Email', type: 'text' }],
+        duplicate_rule: { match: ['email', 'email'], action: 'update' },
+      };
+      const refused = await put('twice', body);
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'duplicate_rule.match', reason: 'duplicate', message: expect.any(String) }],
+      });
+      await expect(t.services.entities.put(account.id, 'twice', body)).rejects.toMatchObject({
+        code: 'validation_failed',
+        details: [{ key: 'duplicate_rule.match', reason: 'duplicate', message: 'each field key once' }],
+      });
+      expect((await get('/api/v1/settings/entities/twice')).statusCode).toBe(404);
+    });
+
+    it('answers 404 for an entity key in the path not of the form of one', async () => {
+      for (const key of ['NOPE', '9lead', 'le%20ad', 'a%00b', 'x'.repeat(101)]) {
+        for (const response of [
+          await get(`/api/v1/settings/entities/${key}`),
+          await put(key, { name: 'Malformed', fields: [] }),
+        ]) {
+          expect(response.statusCode, key).toBe(404);
+          expect(response.json(), key).toEqual({ error: 'not_found' });
+        }
+      }
+    });
   });
 
   describe('security', () => {
@@ -373,6 +608,32 @@ describe.each(TEST_DATABASES)('settings: entities and users, and the entity list
       const s1 = await t.request({ method: 'GET', url: '/api/entities' });
       expect(s1.statusCode).toBe(401);
       expect(s1.json().status).toBe('error');
+    });
+
+    it("counts and guards an account's own entities only", async () => {
+      // Another account's rule on the same field keys blocks nothing here.
+      await accountWithRule();
+      const owner = await t.createAccount({ modules: ['distribution'] });
+      expect((await put('lead', { name: 'Lead', fields: RULED_FIELDS }, owner.apiKey)).statusCode).toBe(200);
+      expect((await put('lead', { name: 'Lead', fields: [RULED_FIELDS[0]] }, owner.apiKey)).statusCode).toBe(
+        200,
+      );
+      // Another account's 50 entities leave this one room.
+      const full = await t.createAccount();
+      await t.db
+        .insertInto('entities')
+        .values(
+          Array.from({ length: 50 }, (_, index) => ({
+            account_id: full.id,
+            id: randomUUID(),
+            key: `e${index}`,
+            name: 'E',
+            fields: '[]',
+          })),
+        )
+        .execute();
+      expect((await put('e50', { name: 'E', fields: [] }, full.apiKey)).statusCode).toBe(422);
+      expect((await put('e50', { name: 'E', fields: [] }, owner.apiKey)).statusCode).toBe(200);
     });
   });
 });

@@ -66,6 +66,47 @@ describe.each(TEST_DATABASES)('settings: sources and their tokens on %s', (kind)
       expect((await call('POST', `/api/v1/settings/sources/${missing}/token`)).statusCode).toBe(404);
     });
 
+    it('refuses a name alike to another once case and surrounding blanks are ignored (409)', async () => {
+      const web = (await call('POST', '/api/v1/settings/sources', { name: 'Web' })).json();
+      const before = (await call('GET', '/api/v1/settings/sources?limit=500')).json().sources.length;
+      // Composed and decomposed ü are one letter, as intake matches text.
+      const muller = (await call('POST', '/api/v1/settings/sources', { name: 'Müller' })).json();
+      for (const name of ['Web ', ' web', '\tWEB\n', 'Mu\u0308ller ', ' MÜLLER']) {
+        const refused = await call('POST', '/api/v1/settings/sources', { name });
+        expect(refused.statusCode, JSON.stringify(name)).toBe(409);
+        expect(refused.json().error).toBe('name_taken');
+      }
+      expect((await call('GET', '/api/v1/settings/sources?limit=500')).json().sources).toHaveLength(
+        before + 1,
+      );
+      const rename = (id: string, name: string) =>
+        t.request({
+          method: 'PATCH',
+          url: `/api/v1/settings/sources/${id}`,
+          key: account.apiKey,
+          body: { name },
+        });
+      const renamed = await rename(muller.id, ' web ');
+      expect(renamed.statusCode).toBe(409);
+      expect(renamed.json().error).toBe('name_taken');
+      // A source may take another spelling of its own name.
+      expect((await rename(web.id, ' WEB ')).json().name).toBe(' WEB ');
+      expect((await rename(muller.id, 'Webshop')).statusCode).toBe(200);
+    });
+
+    it('keeps sources alike only by blanks made before, each keeping its own name', async () => {
+      const older = (await call('POST', '/api/v1/settings/sources', { name: 'Booth A' })).json();
+      const twin = (await call('POST', '/api/v1/settings/sources', { name: 'Temporary' })).json();
+      // As the old rule let it be made (case ignored, blanks not).
+      await t.db.updateTable('sources').set({ name: 'Booth A ' }).where('id', '=', twin.id).execute();
+      const patch = (id: string, body: object) =>
+        t.request({ method: 'PATCH', url: `/api/v1/settings/sources/${id}`, key: account.apiKey, body });
+      const same = await patch(twin.id, { name: 'Booth A ', rate_limit_per_minute: 30 });
+      expect(same.statusCode, same.body).toBe(200);
+      expect(same.json()).toMatchObject({ name: 'Booth A ', rate_limit_per_minute: 30 });
+      expect((await patch(older.id, { name: 'booth a' })).statusCode).toBe(409);
+    });
+
     it('refuses a source name of blanks only, on creation and rename', async () => {
       const before = (await call('GET', '/api/v1/settings/sources')).json().sources.length;
       for (const name of ['   ', '\t', '\r\n']) {

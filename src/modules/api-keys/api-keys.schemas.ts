@@ -7,7 +7,7 @@ export const Permission = Type.String({ enum: [...PERMISSIONS] });
 /** Users and roles are the owner's (decisions §14): what a key made by an admin lacks. */
 const ManagesUsers = Type.Boolean({
   description:
-    'Whether the key may create, change and remove users: keys made by the operator, by an owner or by such a key may; keys made by a signed-in admin (or by a key that may not) may not',
+    'Whether the key may create, change and remove users: a key holding every permission made by the operator, by an owner or by such a key may; a key with fewer permissions, or made by a signed-in admin (or by a key that may not), may not',
 });
 
 export const ApiKeyName = Name(100);
@@ -38,9 +38,11 @@ export const NewKeyOptions = {
   strict: Type.Optional(Type.Boolean()),
   permissions: Type.Optional(
     Type.Array(Permission, {
+      minItems: 1,
       maxItems: 20,
+      uniqueItems: true,
       description:
-        'Without it, every permission the maker may give; a key may give only the permissions it holds (403 forbidden for more)',
+        'At least one permission, each once (422 otherwise); without it, every permission the maker may give; a key may give only the permissions it holds (403 forbidden for more)',
     }),
   ),
 };

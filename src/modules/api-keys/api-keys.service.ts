@@ -38,17 +38,26 @@ export interface CreateKeyInput {
 /**
  * Who makes a key, for what it may do beyond its permissions: users and roles are the owner's
  * (decisions §14), so a key made by a signed-in admin, or by a key that may not manage users,
- * may not either; the operator's, an owner's and such a key's keys may. A key makes keys with
- * at most its own permissions (`grantable`).
+ * may not either; the operator's, an owner's and such a key's keys may when they hold every
+ * permission (`managesUsersOf`). A key makes keys with at most its own permissions (`grantable`).
  */
 export type KeyMaker =
   | { kind: 'operator' }
   | { kind: 'session'; role: Role }
   | { kind: 'api_key'; managesUsers: boolean; permissions: string[] };
 
-function managesUsersOf(maker: KeyMaker): boolean {
+function makerManagesUsers(maker: KeyMaker): boolean {
   if (maker.kind === 'operator') return true;
   return maker.kind === 'session' ? maker.role === 'owner' : maker.managesUsers;
+}
+
+/**
+ * Whether the new key may manage users: managing users makes owners, and an owner may do
+ * everything (sign in as a user made for the purpose, then read every record, make full keys),
+ * so only a key that holds every permission may, and only when its maker may manage users.
+ */
+function managesUsersOf(maker: KeyMaker, permissions: readonly string[]): boolean {
+  return makerManagesUsers(maker) && PERMISSIONS.every((p) => permissions.includes(p));
 }
 
 /**
@@ -102,8 +111,8 @@ export function createApiKeysService({
           prefix: displayPrefix(key),
           keyHash: hashSecret(key),
           strict: input.strict ?? false,
-          permissions: [...new Set(permissions)],
-          managesUsers: managesUsersOf(maker),
+          permissions,
+          managesUsers: managesUsersOf(maker, permissions),
         },
         tx,
       );

@@ -21,6 +21,12 @@ function modulesOf(request: FastifyRequest): string[] {
   return credentialOf(request).account.modules;
 }
 
+/** An API key's permissions (email and webhook actions need `records:read`); null for a session. */
+function keyPermissionsOf(request: FastifyRequest): readonly string[] | null {
+  const credential = credentialOf(request);
+  return credential.kind === 'api_key' ? credential.permissions : null;
+}
+
 /** Settings API of CRM automations (decisions §7). */
 export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: AutomationsService }> = async (
   app,
@@ -39,7 +45,16 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await automations.create(accountIdOf(request), request.body, modulesOf(request))),
+      reply
+        .code(201)
+        .send(
+          await automations.create(
+            accountIdOf(request),
+            request.body,
+            modulesOf(request),
+            keyPermissionsOf(request),
+          ),
+        ),
   );
 
   app.get(
@@ -86,7 +101,13 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
       },
     },
     async (request) =>
-      automations.update(accountIdOf(request), request.params.id, request.body, modulesOf(request)),
+      automations.update(
+        accountIdOf(request),
+        request.params.id,
+        request.body,
+        modulesOf(request),
+        keyPermissionsOf(request),
+      ),
   );
 
   app.get(

@@ -13,7 +13,8 @@ export const AutomationAction = Type.Object(
   {
     type: Type.String({
       enum: [...ACTION_TYPES],
-      description: 'distribute needs the distribution module on the account, else 422 module_not_enabled',
+      description:
+        'distribute needs the distribution module on the account, else 422 module_not_enabled; email and webhook send record data, so an API key needs records:read beside settings to create or change such an automation, else 403 forbidden',
     }),
     url: Type.Optional(
       Type.String({ minLength: 1, maxLength: 2000, description: 'webhook: where to POST, signed' }),

@@ -83,6 +83,33 @@ function present(row: AutomationRow) {
   };
 }
 
+/**
+ * What an API key needs beside `settings` to set up an action, where the action does what the
+ * key could not do itself: an email (to any address) and a webhook (to any URL) send records
+ * out, so `records:read`, as an account webhook needs it; a distribution run delivers records to
+ * paying partners, so `distribution`, as its endpoint needs it. Notes and stage moves need
+ * nothing more.
+ */
+const PERMISSION_OF_ACTION: Readonly<Partial<Record<string, string>>> = {
+  email: 'records:read',
+  webhook: 'records:read',
+  distribute: 'distribution',
+};
+
+/**
+ * Refuses (403) an API key's automation whose action needs a permission the key lacks (decisions,
+ * Credentials): else a key with `settings` alone would receive every record entering the stage,
+ * or start paid deliveries. `permissions` is null for a signed-in person, whom the route's role
+ * bounds.
+ */
+function refuseActionBeyondKey(type: string, permissions: readonly string[] | null): void {
+  const needed = PERMISSION_OF_ACTION[type];
+  if (!permissions || needed === undefined || permissions.includes(needed)) return;
+  throw new AppError('forbidden', {
+    message: `a ${type} action needs ${needed} beside settings for an API key`,
+  });
+}
+
 function notFound(): AppError {
   return new AppError('not_found', { message: 'Automation not found' });
 }
@@ -450,7 +477,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       return dependencyProblems(after, row).filter((p) => !known.has(`${p.key}\n${p.message}`));
     });
   }
-  entities.setDefinitionGuard(definitionProblems);
+  entities.addDefinitionGuard(definitionProblems);
 
   /**
    * Runs one automation for one move (the job's handler). Every effect is written together with
@@ -642,7 +669,14 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     afterMove,
     run,
 
-    async create(accountId: string, settings: AutomationSettings, modules: string[]) {
+    /** `permissions`: the API key's, or null for a signed-in person (the route checked the role). */
+    async create(
+      accountId: string,
+      settings: AutomationSettings,
+      modules: string[],
+      permissions: readonly string[] | null,
+    ) {
+      refuseActionBeyondKey(settings.action.type, permissions);
       const { stageId, action } = await check(accountId, settings, modules);
       if ((await repo.count(accountId)) >= MAX_AUTOMATIONS) {
         throw new AppError('validation_failed', {
@@ -674,9 +708,13 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       id: string,
       changes: Partial<AutomationSettings> & { rotate_secret?: boolean },
       modules: string[],
+      permissions: readonly string[] | null,
     ) {
       const row = await load(accountId, id);
       const { stage_id: _, ...storedAction } = row.config as unknown as StoredAction;
+      // Any change of an automation that sends records (its stage, a re-enabled destination, a
+      // new secret) is a change to what it sends, as any PATCH of an account webhook is.
+      refuseActionBeyondKey((changes.action ?? storedAction).type, permissions);
       const movedStage =
         changes.stage !== undefined || changes.pipeline !== undefined || changes.entity !== undefined;
       const settings: AutomationSettings = {

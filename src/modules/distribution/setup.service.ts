@@ -45,6 +45,9 @@ async function pageFrom<T extends { created_at: Date; id: string }>(
 /** The outbound engine's purpose of partner webhooks (decisions §12). */
 export const PARTICIPATION_WEBHOOK = 'participation';
 
+/** The reason of an entity PUT's detail for a field a distribution rule's filter names. */
+export const USED_BY_RULE = 'used_by_rule';
+
 /** Members each filter op takes besides `field` and `op`; at least one of them is needed. */
 const FILTER_MEMBERS: Record<RuleFilter['op'], readonly string[]> = {
   equals: ['value'],
@@ -162,6 +165,34 @@ export function createSetupService(deps: {
       await outbound.deleteMessagesOf(accountId, destinationId, tx);
     }
   }
+
+  /**
+   * An entity change (its PUT) that would leave a rule's filter naming a field the definition no
+   * longer has is refused: `putRules` refuses such a filter (unknown_field), and a stored one would
+   * never match again without a word. Only what the change breaks counts (a field gone before is
+   * not this change's). A changed type is not checked, as `putRules` takes any op on any field.
+   */
+  async function definitionProblems(tx: Executor, accountId: string, before: EntityDef, after: EntityDef) {
+    const distribution = await repo.findDistribution(accountId, after.id, tx);
+    if (!distribution) return [];
+    const had = new Set(before.fields.map((field) => field.key));
+    const has = new Set(after.fields.map((field) => field.key));
+    const rules = await repo.listRules(accountId, [distribution.id], tx);
+    return rules.flatMap((rule) =>
+      rule.filter.flatMap((condition, at): ValidationDetail[] =>
+        had.has(condition.field) && !has.has(condition.field)
+          ? [
+              {
+                key: `distribution_rules.${rule.id}.filter.${at}.field`,
+                reason: USED_BY_RULE,
+                message: `distribution rule "${rule.name}" filters on field ${condition.field}, which the definition leaves out`,
+              },
+            ]
+          : [],
+      ),
+    );
+  }
+  entities.addDefinitionGuard(definitionProblems);
 
   async function entityOf(accountId: string, key: string): Promise<EntityDef> {
     const entity = await entities.find(accountId, key);
@@ -474,12 +505,16 @@ export function createSetupService(deps: {
 
     async putRules(accountId: string, key: string, rules: RuleSettings[]) {
       const entity = await entityOf(accountId, key);
-      const fieldKeys = new Set(entity.fields.map((field) => field.key));
       return db.transaction().execute(async (tx) => {
         const distribution = await repo.findDistribution(accountId, entity.id, tx);
         if (!distribution)
           throw new AppError('not_found', { message: `No distribution is set up for ${key}` });
         await repo.lockDistribution(accountId, distribution.id, tx);
+        // The fields as stored, held until the rules are written: an entity PUT meanwhile (or one
+        // another node's cache has not seen yet) checks these rules once they are in.
+        const fields = await entities.lockFields(accountId, entity.id, tx);
+        if (!fields) throw entityNotFound();
+        const fieldKeys = new Set(fields.map((field) => field.key));
         const participationIds = new Set(
           (await repo.listParticipations(accountId, [distribution.id], tx)).map((p) => p.id),
         );

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import type { Executor } from '../../db/types.ts';
 import { emailFieldOf } from '../records/field-values.ts';
@@ -86,6 +87,43 @@ export function createEntitiesRepo(db: Executor) {
         createdAt: row.created_at,
         updatedAt: row.updated_at,
       }));
+    },
+
+    /** The entity's fields, the row share-locked until `tx` ends (a PUT of the entity waits). */
+    async lockFields(accountId: string, entityId: string, tx: Executor): Promise<FieldDef[] | undefined> {
+      const row = await tx
+        .selectFrom('entities')
+        .select('fields')
+        .where('account_id', '=', accountId)
+        .where('id', '=', entityId)
+        .forShare()
+        .executeTakeFirst();
+      return row ? (row.fields as FieldDef[]) : undefined;
+    },
+
+    /** Held until `tx` ends: one entity PUT of the account at a time, so that its limits hold. */
+    async lockEntities(accountId: string, tx: Executor) {
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`entities:${accountId}`}, 0))`.execute(tx);
+    },
+
+    /** The account's other entities than `key`, not archived and in all, and the state of `key`'s. */
+    async countOthers(
+      accountId: string,
+      key: string,
+      tx: Executor,
+    ): Promise<{ active: number; total: number; current: 'active' | 'archived' | null }> {
+      const rows = await tx
+        .selectFrom('entities')
+        .select(['key', 'archived'])
+        .where('account_id', '=', accountId)
+        .execute();
+      const others = rows.filter((row) => row.key !== key);
+      const own = rows.find((row) => row.key === key);
+      return {
+        active: others.filter((row) => !row.archived).length,
+        total: others.length,
+        current: own ? (own.archived ? 'archived' : 'active') : null,
+      };
     },
 
     /**

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
 import { NoQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
 import {
-  EntityKey,
+  EntityKeyParams,
   PutEntityBody,
   S1EntityList,
   S2EntityList,
@@ -84,7 +83,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
       schema: {
         tags: ['Settings: entities'],
         summary: 'Read an entity definition, with the state of its duplicate keys',
-        params: Type.Object({ key: EntityKey }),
+        params: EntityKeyParams,
         response: { 200: SettingsEntity, ...s2Errors },
       },
     },
@@ -101,8 +100,8 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
         operationId: 'putEntityDefinition',
         summary: 'Create or replace an entity definition',
         description:
-          'Pipelines and stages left out are archived. A change that would leave an enabled automation naming a field, stage or pipeline the definition lacks (or `to` naming a field without the email format or role) answers 422 validation_failed, reason `used_by_automation`, a detail per problem keyed `automations.<id>.<member>`: change or remove the automation first.',
-        params: Type.Object({ key: EntityKey }),
+          'Pipelines and stages left out are archived. A change that would leave an enabled automation naming a field, stage or pipeline the definition lacks (or `to` naming a field without the email format or role) answers 422 validation_failed, reason `used_by_automation`, a detail per problem keyed `automations.<id>.<member>`: change or remove the automation first. Leaving out a field that the filter of a distribution rule names answers the same with reason `used_by_rule`, keyed `distribution_rules.<id>.filter.<index>.field`: change the rules first.',
+        params: EntityKeyParams,
         body: PutEntityBody,
         response: { 200: SettingsEntity, ...s2Errors },
       },

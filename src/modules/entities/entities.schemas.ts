@@ -1,9 +1,32 @@
 import { Type } from 'typebox';
 import { ifThen, Name, Timestamp, Uuid } from '../../http/schemas.ts';
-import { DUPLICATE_ACTIONS, FIELD_TYPES, FORMATS_BY_TYPE, ROLES } from './entities.model.ts';
+import {
+  DUPLICATE_ACTIONS,
+  FIELD_TYPES,
+  FORMATS_BY_TYPE,
+  RESERVED_FIELD_KEYS,
+  ROLES,
+} from './entities.model.ts';
 
 export const KEY_PATTERN = '^[a-z][a-z0-9_]{0,99}$';
 export const EntityKey = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,99}$' });
+
+/** The entity key in a settings path: one not of an entity key's form names no entity. */
+export const EntityKeyParams = Type.Object({
+  key: Type.String({
+    ...EntityKey,
+    description:
+      "The entity's key: lower-case letters, digits, `_` and `-`, starting with a letter, up to 100 characters; a key not of that form names no entity (404 not_found)",
+  }),
+});
+
+/** Entities an account may have that are not archived: each is read on every intake and listed. */
+export const MAX_ACTIVE_ENTITIES = 50;
+/**
+ * Entities an account may have in all, archived ones included: those are loaded and listed too,
+ * and there is no deleting one (an archived entity's key can be defined anew).
+ */
+export const MAX_ENTITIES = 100;
 
 const ALL_FORMATS = [...new Set(Object.values(FORMATS_BY_TYPE).flat())];
 
@@ -29,7 +52,10 @@ const rulesByType = FIELD_TYPES.map((type) => {
 
 const FieldInput = Type.Object(
   {
-    key: Type.String({ pattern: KEY_PATTERN }),
+    key: Type.String({
+      pattern: KEY_PATTERN,
+      description: `Not a name intake takes at the top level of a record for itself (${RESERVED_FIELD_KEYS.map((name) => `\`${name}\``).join(', ')}): else 422 validation_failed, reason \`not_allowed\`, keyed \`fields.<index>.key\``,
+    }),
     label: Name(
       100,
       "Matched by intake like the key: unlike the entity's other labels once case, spaces, `_` and `-` are ignored (else 422 validation_failed, reason `duplicate`, keyed `fields.<index>.label`)",
@@ -57,7 +83,10 @@ const FieldInput = Type.Object(
 
 export const PutEntityBody = Type.Object(
   {
-    name: Name(200),
+    name: Name(
+      200,
+      `A new entity beyond ${MAX_ACTIVE_ENTITIES} not archived, or beyond ${MAX_ENTITIES} in all (archived ones included), answers 422 validation_failed, reason \`too_many\`, keyed \`name\``,
+    ),
     fields: Type.Array(FieldInput, { maxItems: 300, description: 'field keys distinct' }),
     duplicate_rule: Type.Optional(
       Type.Union([
@@ -66,7 +95,9 @@ export const PutEntityBody = Type.Object(
             match: Type.Array(Type.String({ pattern: KEY_PATTERN }), {
               minItems: 1,
               maxItems: 10,
-              description: 'keys of fields of this entity, not of type file, files or multiselect',
+              uniqueItems: true,
+              description:
+                'distinct keys of fields of this entity, not of type file, files or multiselect (a key given twice answers 422, reason `duplicate`)',
             }),
             action: Type.String({ enum: [...DUPLICATE_ACTIONS] }),
           },
@@ -91,7 +122,11 @@ export const PutEntityBody = Type.Object(
         { maxItems: 20, description: 'pipeline names distinct' },
       ),
     ),
-    archived: Type.Optional(Type.Boolean()),
+    archived: Type.Optional(
+      Type.Boolean({
+        description: `\`false\` (the default) on an archived entity brings it back: beyond ${MAX_ACTIVE_ENTITIES} entities not archived answers 422 validation_failed, reason \`too_many\`, keyed \`archived\``,
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -24,10 +24,12 @@ import {
   type FieldDef,
   type FieldType,
   FORMATS_BY_TYPE,
+  RESERVED_FIELD_KEYS,
   ROLES,
   type Role,
 } from './entities.model.ts';
 import type { EntitiesRepo } from './entities.repo.ts';
+import { MAX_ACTIVE_ENTITIES, MAX_ENTITIES } from './entities.schemas.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
 const CACHE_TTL_MS = 2_000;
@@ -99,6 +101,15 @@ function checkDefinition(input: EntityDefinitionInput): {
       }
     }
     seenKeys.add(field.key);
+    // Intake takes these names at the top level of a record for itself (a top-level `note` is the
+    // record's note): a field keyed so could never be filled from there, and nothing would say so.
+    if (RESERVED_FIELD_KEYS.includes(field.key)) {
+      problems.push({
+        key: `${at}.key`,
+        reason: 'not_allowed',
+        message: `${field.key} is a name intake takes at the top level of a record for itself; give the field another key`,
+      });
+    }
     // Intake matches a name to a field by its label too: two labels it cannot tell apart would
     // send a value to one of the fields without a word. A label like another field's key is
     // allowed (the key wins).
@@ -185,6 +196,13 @@ function checkDefinition(input: EntityDefinitionInput): {
   let duplicateRule: DuplicateRule | null = null;
   if (input.duplicate_rule) {
     const { match, action } = input.duplicate_rule;
+    if (new Set(match).size !== match.length) {
+      problems.push({
+        key: 'duplicate_rule.match',
+        reason: 'duplicate',
+        message: 'each field key once',
+      });
+    }
     for (const key of match) {
       const field = fields.find((f) => f.key === key);
       if (!field) {
@@ -204,7 +222,7 @@ function checkDefinition(input: EntityDefinitionInput): {
         message: 'action must be update, ignore or create',
       });
     }
-    duplicateRule = { match: [...new Set(match)], action: action as DuplicateAction };
+    duplicateRule = { match, action: action as DuplicateAction };
   }
 
   const pipelineNames = new Set<string>();
@@ -289,9 +307,10 @@ export function presentEntitySettings(entity: EntityDef) {
 }
 
 /**
- * What depends on an entity's definition elsewhere (the CRM's automations): the problems that a
- * change from `before` to `after` leaves behind, read in the change's transaction. Any refuses the
- * change with 422, so that a mistake is found when the definition is saved, not when a record moves.
+ * What depends on an entity's definition elsewhere (the CRM's automations, distribution rules):
+ * the problems that a change from `before` to `after` leaves behind, read in the change's
+ * transaction. Any refuses the change with 422, so that a mistake is found when the definition is
+ * saved, not when a record moves.
  */
 export type DefinitionGuard = (
   tx: Executor,
@@ -323,7 +342,7 @@ function isRetryableConflict(error: unknown): boolean {
 
 export function createEntitiesService({ db, repo, records, jobs, now = Date.now }: EntitiesServiceDeps) {
   const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
-  const hooks: { guard?: DefinitionGuard } = {};
+  const guards: DefinitionGuard[] = [];
 
   /**
    * `tx`: a caller inside a transaction must pass it. On the embedded database the transaction
@@ -342,9 +361,9 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
   return {
     all,
 
-    /** Set once by what depends on definitions (the automations, which are made after the entities). */
-    setDefinitionGuard(guard: DefinitionGuard) {
-      hooks.guard = guard;
+    /** Added once by each that depends on definitions (automations, distribution rules), made after the entities. */
+    addDefinitionGuard(guard: DefinitionGuard) {
+      guards.push(guard);
     },
 
     invalidate(accountId: string) {
@@ -358,6 +377,14 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
       if (byKey) return byKey;
       if (UUID_PATTERN.test(keyOrId)) return entities.find((e) => e.id === keyOrId.toLowerCase());
       return undefined;
+    },
+
+    /**
+     * The entity's fields as stored, locked until `tx` ends (an entity PUT waits for it): for a
+     * write that must hold against the definition it was checked against. Undefined: no such entity.
+     */
+    async lockFields(accountId: string, entityId: string, tx: Tx): Promise<FieldDef[] | undefined> {
+      return repo.lockFields(accountId, entityId, tx);
     },
 
     /** The settings view: read anew, so that a recompute's progress is current. */
@@ -380,9 +407,9 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
     async put(accountId: string, key: string, input: EntityDefinitionInput, tx?: Tx) {
       const checked = checkDefinition(input);
       const { saved, entities } = await inTransaction(db, tx, async (tx) => {
-        const before = hooks.guard
-          ? (await repo.loadAll(accountId, tx)).find((e) => e.key === key)
-          : undefined;
+        await refuseBeyondLimits(accountId, key, input.archived ?? false, tx);
+        const before =
+          guards.length > 0 ? (await repo.loadAll(accountId, tx)).find((e) => e.key === key) : undefined;
         const saved = await repo.save(
           accountId,
           {
@@ -407,9 +434,10 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
         // Read through the transaction: on the embedded database it holds the only connection.
         const entities = await repo.loadAll(accountId, tx);
         const after = entities.find((e) => e.id === saved.id);
-        if (hooks.guard && before && after) {
+        if (before && after) {
           // Decisions §7: what the change breaks is refused now (the transaction undoes the save).
-          const problems = await hooks.guard(tx, accountId, before, after);
+          const problems: ValidationDetail[] = [];
+          for (const guard of guards) problems.push(...(await guard(tx, accountId, before, after)));
           if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
         }
         return { saved, entities };
@@ -439,6 +467,39 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
       }
     },
   };
+
+  /**
+   * A PUT that adds an entity, or brings an archived one back, within the account's limits: every
+   * entity is loaded on each intake and listed whole. A PUT of one already counted passes, so an
+   * account over a limit (from before it) can still change its entities.
+   */
+  async function refuseBeyondLimits(accountId: string, key: string, archived: boolean, tx: Tx) {
+    // Serialises the account's entity PUTs, so that two additions cannot both see room for one.
+    await repo.lockEntities(accountId, tx);
+    const counts = await repo.countOthers(accountId, key, tx);
+    if (counts.current === null && counts.total >= MAX_ENTITIES) {
+      throw new AppError('validation_failed', {
+        details: [
+          {
+            key: 'name',
+            reason: 'too_many',
+            message: `at most ${MAX_ENTITIES} entities per account, archived ones included; define an archived entity's key anew instead`,
+          },
+        ],
+      });
+    }
+    if (!archived && counts.current !== 'active' && counts.active >= MAX_ACTIVE_ENTITIES) {
+      throw new AppError('validation_failed', {
+        details: [
+          {
+            key: counts.current === null ? 'name' : 'archived',
+            reason: 'too_many',
+            message: `at most ${MAX_ACTIVE_ENTITIES} entities per account that are not archived; archive one first`,
+          },
+        ],
+      });
+    }
+  }
 
   async function restartDuplicateKeys(accountId: string, entityId: string, tx: Tx): Promise<void> {
     const total = await records.countOfEntity(accountId, entityId, tx);

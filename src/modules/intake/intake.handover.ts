@@ -240,7 +240,7 @@ const S1_BOOKING_KEYS = {
 } as const;
 
 /** Keys of POST /api/intake that are parameters, not field names. */
-const S1_RESERVED_KEYS = new Set([
+export const S1_RESERVED_KEYS = new Set([
   'entity',
   'lead_object',
   'assignee',

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { pastCursor } from '../../db/keyset.ts';
 import type { Executor, SourcesTable } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
@@ -51,13 +51,17 @@ export function createSourcesRepo(db: Executor) {
         .executeTakeFirst();
     },
 
-    nameTaken(accountId: string, name: string, tx: Executor = db) {
-      return tx
-        .selectFrom('sources')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where((eb) => eb(eb.fn('lower', ['name']), '=', name.toLowerCase()))
-        .executeTakeFirst();
+    /**
+     * Serialises the naming of one account's sources (create, rename) until the transaction
+     * ends: names are compared in the service, so two at once must not both find theirs free.
+     */
+    async lockNames(accountId: string, tx: Executor) {
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`sources:${accountId}`}, 0))`.execute(tx);
+    },
+
+    /** Every source's id and name, for the service to compare names as intake matches text. */
+    names(accountId: string, tx: Executor = db) {
+      return tx.selectFrom('sources').select(['id', 'name']).where('account_id', '=', accountId).execute();
     },
 
     find(accountId: string, id: string, tx: Executor = db) {

@@ -4,6 +4,7 @@ import { AppError, type ValidationDetail, validationFailed } from '../../http/er
 import { iso } from '../../http/schemas.ts';
 import { displayPrefix, generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
+import { matchingForm } from '../../lib/text.ts';
 import { S2_RESERVED_KEYS } from '../intake/intake.handover.ts';
 import type { SourceRow, SourcesRepo } from './sources.repo.ts';
 
@@ -144,11 +145,19 @@ export function createSourcesService({
     return token;
   }
 
+  /**
+   * A name is taken when another source's looks alike once case and surrounding blanks are
+   * ignored (`Web` and `web `): people could not tell the two apart in a record's `source`. Under
+   * the account's lock, so that two requests at once cannot both take a name. The unique index
+   * on lower(name) stays as a floor; sources alike only by blanks made before are kept.
+   */
   async function refuseTakenName(accountId: string, name: string, tx: Executor, except?: string) {
-    const taken = await repo.nameTaken(accountId, name, tx);
-    if (taken && taken.id !== except) {
-      throw new AppError('name_taken', { message: `A source named ${name} exists` });
-    }
+    await repo.lockNames(accountId, tx);
+    const form = matchingForm(name);
+    const taken = (await repo.names(accountId, tx)).some(
+      (source) => source.id !== except && matchingForm(source.name) === form,
+    );
+    if (taken) throw new AppError('name_taken', { message: `A source named ${name} exists` });
   }
 
   return {
@@ -173,8 +182,12 @@ export function createSourcesService({
     async update(accountId: string, sourceId: string, input: { name?: string } & FormSettingsInput) {
       const settings = readFormSettings(input);
       await db.transaction().execute(async (tx) => {
-        if (!(await repo.find(accountId, sourceId, tx))) throw sourceNotFound();
-        if (input.name !== undefined) await refuseTakenName(accountId, input.name, tx, sourceId);
+        const current = await repo.find(accountId, sourceId, tx);
+        if (!current) throw sourceNotFound();
+        // The name it has is no rename: a source kept alike to another from before stays usable.
+        if (input.name !== undefined && input.name !== current.name) {
+          await refuseTakenName(accountId, input.name, tx, sourceId);
+        }
         const changes = input.name === undefined ? settings : { ...settings, name: input.name };
         if (Object.keys(changes).length > 0) await repo.update(accountId, sourceId, changes, tx);
       });
