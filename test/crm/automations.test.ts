@@ -41,6 +41,16 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
 
   /** Each test has its own account, so that automations of one test never run in another. */
   const crmAccount = () => accountWithLeads(t, { modules: ['crm'] });
+  /** A new API key of the account holding just `permissions`. */
+  const keyOf = async (account: TestAccount, permissions: string[]) =>
+    (
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/api-keys',
+        key: account.apiKey,
+        body: { name: permissions.join(' '), permissions },
+      })
+    ).json().key as string;
   const configure = (account: TestAccount, body: object) =>
     t.request({ method: 'POST', url: '/api/v1/settings/automations', key: account.apiKey, body });
   const create = async (account: TestAccount, fields: Record<string, unknown>) => {
@@ -844,15 +854,7 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
 
     it('lets an API key set up an email or webhook action only with records:read beside settings', async () => {
       const account = await crmAccount();
-      const keyWith = async (permissions: string[]) =>
-        (
-          await t.request({
-            method: 'POST',
-            url: '/api/v1/settings/api-keys',
-            key: account.apiKey,
-            body: { name: permissions.join(' '), permissions },
-          })
-        ).json().key as string;
+      const keyWith = (permissions: string[]) => keyOf(account, permissions);
       const settingsOnly = await keyWith(['settings']);
       const reading = await keyWith(['settings', 'records:read']);
       const as = (key: string, method: 'POST' | 'PATCH', url: string, body: object) =>
@@ -930,15 +932,7 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
 
     it('lets an API key set up a distribute action only with distribution beside settings', async () => {
       const account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
-      const keyWith = async (permissions: string[]) =>
-        (
-          await t.request({
-            method: 'POST',
-            url: '/api/v1/settings/api-keys',
-            key: account.apiKey,
-            body: { name: permissions.join(' '), permissions },
-          })
-        ).json().key as string;
+      const keyWith = (permissions: string[]) => keyOf(account, permissions);
       const settingsOnly = await keyWith(['settings', 'records:read']);
       const distributing = await keyWith(['settings', 'distribution']);
       const automation = { name: 'Sell won', entity: 'lead', stage: 'Won', action: { type: 'distribute' } };
