@@ -472,6 +472,35 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       expect(noCrm.json().status).toBe('error');
     });
 
+    it('refuses a key a note object does not have (a misspelt tag), single and bulk, and stores nothing', async () => {
+      const misspelt = { text: 'tagged', tga: 'fair' };
+      const single = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'lead', email: 'tga@b.co', notes: [misspelt] },
+      });
+      expect(single.statusCode).toBe(422);
+      expect(single.json()).toMatchObject({
+        status: 'error',
+        errors: { 'notes.0.tga': [expect.any(String)] },
+      });
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: account.apiKey,
+        body: { entity: 'lead', batch: [{ email: 'tga-bulk@b.co', notes: [misspelt] }] },
+      });
+      expect(bulk.statusCode).toBe(422);
+      expect(JSON.stringify(bulk.json().errors)).toContain('notes.0.tga');
+      const stored = await t.db
+        .selectFrom('records')
+        .select('id')
+        .where('email_lc', 'in', ['tga@b.co', 'tga-bulk@b.co'])
+        .execute();
+      expect(stored).toHaveLength(0);
+    });
+
     it('S1 bulk creates all or nothing, at most 1,000', async () => {
       const ok = await t.request({
         method: 'POST',

@@ -151,6 +151,176 @@ describe.each(TEST_DATABASES)('idempotency, external ids and duplicate rules on 
       expect(b.statusCode).toBe(201);
       expect(b.json().id).not.toBe(a.json().id);
     });
+
+    /** Record A (owner-a) and record B (owner-b, external id crm-b) under the given rule. */
+    const twoOwners = async (action: string) => {
+      const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action } });
+      const a = await intake(account, { entity: 'lead', fields: { email: 'owner-a@x.co' } });
+      const b = await intake(account, {
+        entity: 'lead',
+        fields: { email: 'owner-b@x.co', first_name: 'Bea' },
+        meta: { external_id: 'crm-b' },
+      });
+      expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
+      return { account, a: a.json().id as string, b: b.json().id as string };
+    };
+    const logOf = async (account: TestAccount, requestId: string) =>
+      (
+        await t.request({
+          method: 'GET',
+          url: `/api/v1/intake-log?request_id=${requestId}`,
+          key: account.apiKey,
+        })
+      ).json().entries;
+
+    it.each(['update', 'ignore'])(
+      '%s rule: an update that would give the record another record’s duplicate values is 409 conflict duplicate, and writes nothing',
+      async (action) => {
+        const { account, a, b } = await twoOwners(action);
+        const clash = await intake(
+          account,
+          {
+            entity: 'lead',
+            fields: { email: ' OWNER-A@x.co ', first_name: 'Changed' },
+            note: 'not kept',
+            meta: { external_id: 'crm-b' },
+          },
+          { 'x-request-id': `clash-${action}` },
+        );
+        expect(clash.statusCode, clash.body).toBe(409);
+        // As a PATCH answers it (decisions: Records).
+        expect(clash.json()).toEqual({ error: 'conflict', reason: 'duplicate' });
+        const stored = (await readRecord(account, b)).json();
+        expect(stored.fields).toEqual({ email: 'owner-b@x.co', first_name: 'Bea' });
+        const history = await t.request({
+          method: 'GET',
+          url: `/api/v1/records/${b}/history`,
+          key: account.apiKey,
+        });
+        expect(history.json().events.map((event: { type: string }) => event.type)).toEqual(['lead_created']);
+        expect((await readRecord(account, a)).json().fields).toEqual({ email: 'owner-a@x.co' });
+        expect(await countByEmail(account, 'owner-a@x.co')).toBe(1);
+        expect(await logOf(account, `clash-${action}`)).toEqual([
+          expect.objectContaining({
+            outcome: 'refused',
+            status_code: 409,
+            error: 'conflict',
+            record_id: null,
+          }),
+        ]);
+        // Values no other record holds still update it, its own address in another case too.
+        const renamed = await intake(account, {
+          entity: 'lead',
+          fields: { email: 'OWNER-B@x.co', first_name: 'Bee' },
+          meta: { external_id: 'crm-b' },
+        });
+        expect(renamed.statusCode, renamed.body).toBe(200);
+        expect(renamed.json()).toMatchObject({ id: b, created: false, updated: true });
+        const moved = await intake(account, {
+          entity: 'lead',
+          fields: { email: 'owner-c@x.co' },
+          meta: { external_id: 'crm-b' },
+        });
+        expect(moved.json()).toMatchObject({ id: b, updated: true });
+        // A record made for a new external id beside a stored twin shares its values outside the
+        // rule (decisions: Intake), and stays updatable by its external id.
+        const twin = await intake(account, {
+          entity: 'lead',
+          fields: { email: 'owner-a@x.co' },
+          meta: { external_id: 'crm-twin' },
+        });
+        expect(twin.statusCode).toBe(201);
+        const twinUpdate = await intake(account, {
+          entity: 'lead',
+          fields: { email: 'owner-a@x.co', first_name: 'Twin' },
+          meta: { external_id: 'crm-twin' },
+        });
+        expect(twinUpdate.statusCode, twinUpdate.body).toBe(200);
+        expect(twinUpdate.json()).toMatchObject({ id: twin.json().id, updated: true });
+      },
+    );
+
+    it('stores the 409 under an idempotency key and replays it', async () => {
+      const { account, b } = await twoOwners('update');
+      const body = {
+        entity: 'lead',
+        fields: { email: 'owner-a@x.co' },
+        meta: { external_id: 'crm-b', idempotency_key: 'clash-1' },
+      };
+      const first = await intake(account, body);
+      expect(first.statusCode, first.body).toBe(409);
+      expect(first.json()).toMatchObject({ error: 'conflict', reason: 'duplicate' });
+      const again = await intake(account, body, { 'x-request-id': 'clash-replay' });
+      expect(again.statusCode).toBe(409);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe(first.body);
+      expect(await logOf(account, 'clash-replay')).toEqual([
+        expect.objectContaining({ outcome: 'replayed', status_code: 409, error: 'conflict' }),
+      ]);
+      expect((await readRecord(account, b)).json().fields.email).toBe('owner-b@x.co');
+    });
+
+    it('in a bulk call refuses that entry alone; the entries before and after are written', async () => {
+      const { account, a, b } = await twoOwners('update');
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        headers: { 'x-request-id': 'clash-bulk' },
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'before@x.co' } },
+            { entity: 'lead', fields: { email: 'Owner-A@x.co' }, meta: { external_id: 'crm-b' } },
+            { entity: 'lead', fields: { email: 'owner-a@x.co', first_name: 'Ann' } },
+            { entity: 'lead', fields: { email: 'after@x.co' }, meta: { idempotency_key: 'after-1' } },
+          ],
+        },
+      });
+      expect(response.statusCode, response.body).toBe(200);
+      const { accepted, rejected, results } = response.json();
+      expect({ accepted, rejected }).toEqual({ accepted: 3, rejected: 1 });
+      expect(results[0]).toMatchObject({ created: true });
+      expect(results[1]).toMatchObject({ error: 'conflict', reason: 'duplicate' });
+      expect(results[2]).toMatchObject({ id: a, created: false, updated: true });
+      expect(results[3]).toMatchObject({ created: true });
+      expect((await readRecord(account, b)).json().fields.email).toBe('owner-b@x.co');
+      expect((await readRecord(account, a)).json().fields).toEqual({
+        email: 'owner-a@x.co',
+        first_name: 'Ann',
+      });
+      expect(await countByEmail(account, 'before@x.co')).toBe(1);
+      expect(await countByEmail(account, 'after@x.co')).toBe(1);
+      const [entry, ...more] = await logOf(account, 'clash-bulk');
+      expect(more).toEqual([]);
+      expect(entry).toMatchObject({ outcome: 'bulk', status_code: 200 });
+      expect(entry.items.map((item: { status: string }) => item.status)).toEqual([
+        'created',
+        'refused',
+        'updated',
+        'created',
+      ]);
+      expect(entry.items[1]).toMatchObject({ index: 1, error: 'conflict' });
+    });
+
+    it('from a source token stays 409 external_id: the token never updates', async () => {
+      const { account, b } = await twoOwners('update');
+      const token = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: account.apiKey,
+          body: { name: 'Website' },
+        })
+      ).json().token as string;
+      const posted = await t.request({
+        method: 'POST',
+        url: `/api/v1/in/${token}`,
+        body: { entity: 'lead', fields: { email: 'owner-a@x.co' }, meta: { external_id: 'crm-b' } },
+      });
+      expect(posted.statusCode).toBe(409);
+      expect(posted.json()).toMatchObject({ error: 'conflict', reason: 'external_id' });
+      expect((await readRecord(account, b)).json().fields.email).toBe('owner-b@x.co');
+    });
   });
 
   describe('duplicate rules', () => {

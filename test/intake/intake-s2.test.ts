@@ -259,6 +259,37 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
       expect(viaToken.json().warnings).toEqual(expected);
     });
 
+    it('adds no blank note and says so with a warning, alone and in bulk', async () => {
+      for (const [index, note] of ['', '   ', '\n', '\u200b'].entries()) {
+        const response = await intake({ entity: 'lead', fields: { email: `blank-note${index}@b.co` }, note });
+        expect(response.statusCode, JSON.stringify(note)).toBe(201);
+        expect(response.json().warnings).toEqual([
+          { key: 'note', reason: 'blank', message: 'the note holds no text: no note was added' },
+        ]);
+        const notes = await t.db
+          .selectFrom('notes')
+          .select('id')
+          .where('record_id', '=', response.json().id)
+          .execute();
+        expect(notes).toHaveLength(0);
+      }
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/v1/records/bulk',
+        key: account.apiKey,
+        body: {
+          records: [
+            { entity: 'lead', fields: { email: 'blank-bulk@b.co' }, note: ' ' },
+            { entity: 'lead', fields: { email: 'text-bulk@b.co' }, note: ' text ' },
+          ],
+        },
+      });
+      expect(bulk.json().results.map((r: { warnings: unknown[] }) => r.warnings)).toEqual([
+        [expect.objectContaining({ key: 'note', reason: 'blank' })],
+        [],
+      ]);
+    });
+
     it('acts on the booking and distribution nodes of an account with the modules', async () => {
       const booked = await accountWithLeads(t, { modules: ['crm', 'booking', 'distribution'] });
       const response = await intake(
@@ -402,6 +433,45 @@ describe.each(TEST_DATABASES)('S2 intake: POST /api/v1/records on %s', (kind) =>
             message: 'the name must NOT have more than 100 characters',
           },
         ]);
+      }
+    });
+
+    it('refuses a key the crm node or a document item does not have, alone, in bulk and through a source token', async () => {
+      const crm = await accountWithLeads(t, { modules: ['crm'] });
+      const source = (
+        await t.request({
+          method: 'POST',
+          url: '/api/v1/settings/sources',
+          key: crm.apiKey,
+          body: { name: 'Closed nodes form' },
+        })
+      ).json();
+      const cases: [object, string][] = [
+        [{ crm: { stage: 'Contacted', stgae: 'Won' } }, 'crm.stgae'],
+        [{ documents: [{ url: 'https://files.example/a.pdf', feld: 'many' }] }, 'documents.0.feld'],
+      ];
+      for (const [index, [node, key]] of cases.entries()) {
+        const body = { entity: 'lead', fields: { email: `closed${index}@b.co` }, ...node };
+        const detail = { key, reason: 'unknown_key', message: 'is not a key of this object' };
+        const alone = await intake(body, crm.apiKey);
+        expect(alone.statusCode, key).toBe(422);
+        expect(alone.json()).toEqual({ error: 'validation_failed', details: [detail] });
+        const bulk = await t.request({
+          method: 'POST',
+          url: '/api/v1/records/bulk',
+          key: crm.apiKey,
+          body: { records: [body] },
+        });
+        expect(bulk.json().results[0], key).toEqual({ error: 'validation_failed', details: [detail] });
+        const viaToken = await t.request({ method: 'POST', url: `/api/v1/in/${source.token}`, body });
+        expect(viaToken.statusCode, key).toBe(422);
+        expect(viaToken.json().details, key).toEqual([detail]);
+        const stored = await t.db
+          .selectFrom('records')
+          .select('id')
+          .where('email_lc', '=', `closed${index}@b.co`)
+          .execute();
+        expect(stored, key).toHaveLength(0);
       }
     });
 

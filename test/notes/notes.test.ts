@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads } from '../helpers/fixtures.ts';
+import { accountWithLeads, putEntity } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('notes on %s', (kind) => {
   let t: TestApp;
@@ -82,6 +82,23 @@ describe.each(TEST_DATABASES)('notes on %s', (kind) => {
       expect(rows).toHaveLength(2);
     });
 
+    it('takes a null idempotency_key as no key, the header then applying (decisions §4)', async () => {
+      const id = await create({ email: 'null-key@b.co' });
+      const first = await note({ record: id, body: 'unkeyed', idempotency_key: null });
+      expect(first.statusCode, first.body).toBe(201);
+      const second = await note({ record: id, body: 'unkeyed', idempotency_key: null });
+      expect(second.statusCode).toBe(201);
+      expect(second.json().id).not.toBe(first.json().id);
+      const headed = await note({ record: id, body: 'keyed', idempotency_key: null }, account.apiKey, {
+        'idempotency-key': 'n-null',
+      });
+      const again = await note({ record: id, body: 'keyed' }, account.apiKey, {
+        'idempotency-key': 'n-null',
+      });
+      expect(again.statusCode).toBe(200);
+      expect(again.json().id).toBe(headed.json().id);
+    });
+
     it('answers 422 idempotency_key_reused for the same key with another request', async () => {
       const id = await create({ email: 'reused-note@b.co' });
       const other = await create({ email: 'reused-other@b.co' });
@@ -150,6 +167,79 @@ describe.each(TEST_DATABASES)('notes on %s', (kind) => {
       expect((await note({ record: id, body: 'x', kind: 'sms' })).statusCode).toBe(422);
       expect((await note({ record: id, body: '' })).statusCode).toBe(422);
       expect((await note({ body: 'x' })).statusCode).toBe(422);
+    });
+
+    it('refuses a blank body as required, as a blank name is, and adds nothing', async () => {
+      const id = await create({ email: 'blank-note@b.co' });
+      const before = await countNotes();
+      for (const body of ['', '   ', '\n\t', '\u200b']) {
+        const answer = await note({ record: id, body });
+        expect(answer.statusCode, JSON.stringify(body)).toBe(422);
+        expect(answer.json().details).toEqual([
+          { key: 'body', reason: 'required', message: 'must hold a character other than blanks' },
+        ]);
+      }
+      // Blanks around text are the note's own.
+      expect((await note({ record: id, body: '  ok  ' })).statusCode).toBe(201);
+      expect(await countNotes()).toBe(before + 1);
+    });
+
+    it('refuses record and email together, keyed or not, and adds nothing', async () => {
+      const id = await create({ email: 'both@b.co' });
+      await create({ email: 'both-other@b.co' });
+      const before = await countNotes();
+      for (const extra of [{}, { idempotency_key: 'n-both' }]) {
+        for (const email of ['both-other@b.co', 'both@b.co']) {
+          const answer = await note({ record: id, email, body: 'which?', ...extra });
+          expect(answer.statusCode).toBe(422);
+          expect(answer.json()).toEqual({
+            error: 'validation_failed',
+            details: [
+              { key: 'email', reason: 'not_allowed', message: 'give either record or email, not both' },
+            ],
+          });
+        }
+      }
+      expect(await countNotes()).toBe(before);
+    });
+
+    it('takes entity as a limit of the look-up by id too: a record of another entity is 404', async () => {
+      await putEntity(t, account, 'tenant', {
+        name: 'Tenant',
+        fields: [{ key: 'email', label: 'Email', type: 'text', role: 'email' }],
+      });
+      const tenant = await create({ email: 'tenant@b.co' }, account, 'tenant');
+      const before = await countNotes();
+      for (const extra of [{}, { idempotency_key: 'n-entity' }]) {
+        const answer = await note({ record: tenant, entity: 'lead', body: 'wrong entity', ...extra });
+        expect(answer.statusCode, JSON.stringify(extra)).toBe(404);
+        expect(answer.json()).toMatchObject({ error: 'record_not_found' });
+        expect((await note({ record: tenant, entity: 'nothing', body: 'x', ...extra })).json().error).toBe(
+          'unknown_entity',
+        );
+      }
+      expect(await countNotes()).toBe(before);
+      const right = await note({ record: tenant, entity: 'tenant', body: 'right entity' });
+      expect(right.statusCode).toBe(201);
+      expect(right.json().record_id).toBe(tenant);
+      const keyed = await note({
+        record: tenant,
+        entity: 'tenant',
+        body: 'keyed',
+        idempotency_key: 'n-ent2',
+      });
+      expect(keyed.statusCode).toBe(201);
+    });
+
+    it('refuses an empty entity instead of looking everywhere', async () => {
+      const id = await create({ email: 'empty-entity@b.co' });
+      const before = await countNotes();
+      for (const locator of [{ email: 'empty-entity@b.co' }, { record: id }]) {
+        const answer = await note({ ...locator, entity: '', body: 'x' });
+        expect(answer.statusCode).toBe(422);
+        expect(answer.json().details).toEqual([expect.objectContaining({ key: 'entity' })]);
+      }
+      expect(await countNotes()).toBe(before);
     });
   });
 

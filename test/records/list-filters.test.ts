@@ -145,6 +145,8 @@ describe.each(TEST_DATABASES)('filters of GET /api/v1/records on %s', (kind) => 
     it('refuses values out of their bounds with 422 naming the parameter', async () => {
       const refused: [string, string][] = [
         ['q=', 'q'],
+        // An empty entity filter is refused as every empty filter is, not read as no filter.
+        ['entity=', 'entity'],
         [`q=${'x'.repeat(201)}`, 'q'],
         [`stage=${'s'.repeat(101)}`, 'stage'],
         [`source=${'s'.repeat(201)}`, 'source'],

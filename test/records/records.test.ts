@@ -208,6 +208,28 @@ describe.each(TEST_DATABASES)('records, record tokens and S1 leads on %s', (kind
       expect(cleared.statusCode).toBe(422);
       expect(cleared.json().details[0]).toMatchObject({ key: 'email', reason: 'required' });
     });
+
+    it('refuses a key a document item does not have (a misspelt field), by id and by record token', async () => {
+      const id = await create({ email: 'doc-keys@b.co' });
+      const { token } = (await call('POST', `/api/v1/records/${id}/tokens`, { fields: ['phone'] })).json();
+      const documents = [{ url: 'https://files.example/offer.pdf', feld: 'many' }];
+      for (const [url, key] of [
+        [`/api/v1/records/${id}`, account.apiKey],
+        ['/api/v1/records', token],
+      ] as const) {
+        const answer = await call('PATCH', url, { fields: { phone: '+49 1' }, documents }, key);
+        expect(answer.statusCode, url).toBe(422);
+        expect(answer.json()).toEqual({
+          error: 'validation_failed',
+          details: [
+            { key: 'documents.0.feld', reason: 'unknown_key', message: 'is not a key of this object' },
+          ],
+        });
+      }
+      const read = (await call('GET', `/api/v1/records/${id}`)).json();
+      expect(read.fields.phone).toBeUndefined();
+      expect(read.documents).toEqual([]);
+    });
   });
 
   describe('duplicate rule', () => {

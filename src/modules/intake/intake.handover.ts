@@ -1,4 +1,5 @@
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
+import { NAME_PATTERN } from '../../http/schemas.ts';
 import { truncate } from '../../lib/text.ts';
 import type { BookingRequest } from '../booking/booking.service.ts';
 import type { Handover, HandoverNote, Warning } from './intake.service.ts';
@@ -25,6 +26,8 @@ export const ORIGIN_KEYS = [
   'referrer',
 ] as const;
 const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
+/** A note with text: a character other than a blank, by the rule of names and of note bodies. */
+const NOTE_TEXT = new RegExp(NAME_PATTERN, 'u');
 /** The module each optional intake node needs. */
 const MODULE_NODES = [
   ['crm', 'crm'],
@@ -172,8 +175,12 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   const booking = body.booking && modules.includes('booking') ? bookingRequestOf(body.booking) : null;
 
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
-  const notes: HandoverNote[] =
-    body.note !== undefined && body.note.trim() !== '' ? [{ body: body.note }] : [];
+  const notes: HandoverNote[] = [];
+  if (body.note !== undefined && NOTE_TEXT.test(body.note)) notes.push({ body: body.note });
+  // A blank note (a form's empty textarea) adds nothing, which the answer says: no 422 for a form.
+  else if (body.note !== undefined) {
+    warnings.push({ key: 'note', reason: 'blank', message: 'the note holds no text: no note was added' });
+  }
   return {
     entity: body.entity,
     submitted,

@@ -87,8 +87,10 @@ export const S2RecordBody = Type.Object(
           ),
         },
         {
+          // Closed as booking and distribution are: a misspelt key (`stgae`) is 422 unknown_key, never dropped.
+          additionalProperties: false,
           description:
-            'The stage a new record enters (CRM module); an unknown stage or pipeline answers 422. A handover that updates or matches a stored record does not move it: a stage other than its own gives the warning {key: crm, reason: existing_record} (stage moves go through POST /api/v1/crm/records/{id}/stage)',
+            'The stage a new record enters (CRM module); an unknown stage or pipeline answers 422, and so does a key other than stage and pipeline (reason unknown_key). A handover that updates or matches a stored record does not move it: a stage other than its own gives the warning {key: crm, reason: existing_record} (stage moves go through POST /api/v1/crm/records/{id}/stage)',
         },
       ),
     ),
@@ -276,7 +278,11 @@ const s1LeadProperties = {
     Type.Array(
       Type.Union([
         NoteText,
-        Type.Object({ text: NoteText, tag: Type.Optional(Type.String({ maxLength: 100 })) }),
+        // Closed as the S2 nodes are: a misspelt `tag` is an error, never dropped.
+        Type.Object(
+          { text: NoteText, tag: Type.Optional(Type.String({ maxLength: 100 })) },
+          { additionalProperties: false, description: 'A tagged note; another key is refused (unknown_key)' },
+        ),
       ]),
       { maxItems: 50 },
     ),

@@ -214,6 +214,25 @@ function sourceTokenCannotUpdate(): AppError {
   });
 }
 
+/**
+ * An update that would give a record the duplicate-rule values another record holds under an
+ * `update` or `ignore` rule (one record a value set): 409 conflict `duplicate`, as a PATCH answers.
+ * `holderId` names that record when known (null: the unique index refused the update).
+ */
+function duplicateValuesConflict(entity: EntityDef, holderId: string | null): AppError {
+  const match = entity.duplicateRule?.match.join(', ') ?? 'duplicate-rule values';
+  return new AppError('conflict', {
+    message: `${holderId ? `record ${holderId}` : 'another record'} has the same ${match}; under the entity's duplicate rule two records may not share them`,
+    extra: { reason: 'duplicate' },
+  });
+}
+
+/** The database refused an update for the duplicate rule's unique index (`records_dedupe_unique`). */
+function isDuplicateValuesViolation(error: unknown): boolean {
+  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
+  return code === '23505' && constraint === 'records_dedupe_unique';
+}
+
 /** Reason of the warning that a stored record was not moved by a handover's `crm` node. */
 export const EXISTING_RECORD = 'existing_record';
 
@@ -656,26 +675,43 @@ export function createIntakeService({
     tx: Executor,
     handover: Handover,
     prepared: Prepared,
-    existing: { id: string; fields: unknown },
+    existing: { id: string; fields: unknown; dedupe_key?: string | null; dedupe_unique?: boolean },
     reason: string,
   ) {
     const { entity } = prepared;
     const merged = merge(existing.fields as Record<string, unknown>, prepared.values);
     const missing = missingRequired(entity, merged);
     if (missing.length > 0) throw new AppError('validation_failed', { details: missing });
-    const row = await records.updateValues(
-      ctx.accountId,
-      existing.id,
-      {
-        fields: merged,
-        name: displayName(entity, merged),
-        emailLc: emailOf(entity, merged),
-        dedupeKey: dedupeKeyOf(entity, merged),
-        assigneeId: prepared.assigneeId,
-        viewerIds: prepared.viewerIds,
-      },
-      tx,
-    );
+    const dedupeKey = dedupeKeyOf(entity, merged);
+    // A record found by its external id may be given other duplicate-rule values (the external
+    // id overrides the rule); one that holds its values uniquely may not take values another
+    // record holds so. Checked under those values' lock, which intake's writers of them take, so
+    // that the refusal is an answer rather than the unique index's error in the update.
+    if (existing.dedupe_unique && dedupeKey !== null && dedupeKey !== existing.dedupe_key) {
+      await records.lock(tx, ctx.accountId, dedupeLockOf(entity.id, dedupeKey));
+      const holder = await records.uniqueHolderOf(ctx.accountId, entity.id, dedupeKey, existing.id, tx);
+      if (holder) throw duplicateValuesConflict(entity, holder.id);
+    }
+    const row = await records
+      .updateValues(
+        ctx.accountId,
+        existing.id,
+        {
+          fields: merged,
+          name: displayName(entity, merged),
+          emailLc: emailOf(entity, merged),
+          dedupeKey,
+          assigneeId: prepared.assigneeId,
+          viewerIds: prepared.viewerIds,
+        },
+        tx,
+      )
+      .catch((error: unknown) => {
+        // A writer that takes no lock (a PATCH, a key recompute) gave another record the values
+        // meanwhile: the same refusal. The transaction is lost with it, and nothing is written.
+        if (isDuplicateValuesViolation(error)) throw duplicateValuesConflict(entity, null);
+        throw error;
+      });
     // The values that differ from the stored ones: a repeat that changes nothing leaves no
     // history entry and sends no `record.updated` (whose `changed` lists what changed).
     const stored = existing.fields as Record<string, unknown>;

@@ -54,9 +54,26 @@ function recordOrEmailRequired() {
   });
 }
 
+/**
+ * The two locators name the record each on their own: given together they could name two
+ * records, and taking one would drop the other without a word (the interface: give either).
+ */
+function recordAndEmailRefused() {
+  return new AppError('validation_failed', {
+    details: [{ key: 'email', reason: 'not_allowed', message: 'give either record or email, not both' }],
+  });
+}
+
+/** No record matches (within the entity the note names, when it names one). */
+function noRecordMatches(entity?: string) {
+  return new AppError('record_not_found', {
+    message: entity ? `No record of entity ${entity} matches` : 'No record matches',
+  });
+}
+
 /** No match is 404, several are 409 with their ids (at most 20). */
-function checkMatches(ids: string[]) {
-  if (ids.length === 0) throw new AppError('record_not_found', { message: 'No record matches' });
+function checkMatches(ids: string[], entity?: string) {
+  if (ids.length === 0) throw noRecordMatches(entity);
   if (ids.length > 1) {
     throw new AppError('ambiguous_match', { message: 'Several records match', extra: { ids } });
   }
@@ -131,7 +148,8 @@ export function createNotesService({
   async function addByMatch(sender: NoteSender, input: NoteInput) {
     if (!input.record && !input.email) throw recordOrEmailRequired();
     let entityId: string | null = null;
-    if (!input.record && input.entity) {
+    // The entity limits the look-up by id as by email: a record of another entity is no match.
+    if (input.entity) {
       const entity = await entities.find(sender.accountId, input.entity);
       if (!entity) throw new AppError('unknown_entity', { message: `No entity ${input.entity}` });
       entityId = entity.id;
@@ -160,7 +178,7 @@ export function createNotesService({
       throw new AppError('unauthorized');
     }
     if (key) key.checked = true;
-    checkMatches(result.matches);
+    checkMatches(result.matches, input.entity);
     return presentNote({
       id: item.noteId,
       record_id: result.matches[0]!,
@@ -171,25 +189,30 @@ export function createNotesService({
 
   /** The one record a note is for: by id, or by email (case-insensitive) on the email-role field. */
   async function findRecord(accountId: string, input: NoteInput): Promise<string> {
-    if (input.record) {
-      const record = await reads.findFull(accountId, input.record);
-      if (!record) throw new AppError('record_not_found', { message: 'No record matches' });
-      return record.id;
-    }
-    if (!input.email) throw recordOrEmailRequired();
+    if (!input.record && !input.email) throw recordOrEmailRequired();
     let entityId: string | undefined;
     if (input.entity) {
       const entity = await entities.find(accountId, input.entity);
       if (!entity) throw new AppError('unknown_entity', { message: `No entity ${input.entity}` });
       entityId = entity.id;
     }
+    if (input.record) {
+      const record = await reads.findFull(accountId, input.record);
+      // With an entity, a record of another one is no match (as an email of another entity is not).
+      if (!record || (entityId !== undefined && record.entity_id !== entityId))
+        throw noRecordMatches(input.entity);
+      return record.id;
+    }
     const matches = await reads.findByEmail(
       accountId,
-      matchingForm(input.email),
+      matchingForm(input.email!),
       entityId,
       MAX_LISTED_MATCHES,
     );
-    checkMatches(matches.map((m) => m.id));
+    checkMatches(
+      matches.map((m) => m.id),
+      input.entity,
+    );
     return matches[0]!.id;
   }
 
@@ -201,6 +224,7 @@ export function createNotesService({
     ): Promise<{ note: ReturnType<typeof presentNote>; replayed: boolean }> {
       // Decisions §4: 1–255 characters; the empty key is refused, not taken as no key.
       if (input.idempotencyKey !== undefined) checkIdempotencyKey(input.idempotencyKey);
+      if (input.record && input.email) throw recordAndEmailRefused();
       const subscribed = (await outbound.subscribers(sender.accountId, 'note.added')).length > 0;
       if (!input.idempotencyKey && !subscribed)
         return { note: await addByMatch(sender, input), replayed: false };

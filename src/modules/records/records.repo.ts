@@ -485,10 +485,11 @@ export function createRecordsRepo(db: Executor) {
       };
     },
 
+    /** With its duplicate key and whether it holds it uniquely: an update may not take another's. */
     findByExternalId(accountId: string, entityId: string, externalId: string, tx: Executor = db) {
       return tx
         .selectFrom('records')
-        .select(RECORD_COLUMNS)
+        .select([...RECORD_COLUMNS, 'dedupe_key', 'dedupe_unique'])
         .where('account_id', '=', accountId)
         .where('entity_id', '=', entityId)
         .where('external_id', '=', externalId)
@@ -557,6 +558,30 @@ export function createRecordsRepo(db: Executor) {
             SELECT 1 FROM records AS o
             WHERE o.account_id = ${accountId} AND o.entity_id = ${entityId}
               AND o.dedupe_key = w.dedupe_key AND o.dedupe_unique)`.execute(tx);
+    },
+
+    /**
+     * The record that holds these duplicate-rule values under the uniqueness rule
+     * (`records_dedupe_unique`), other than `exceptId`; undefined when none does.
+     */
+    uniqueHolderOf(
+      accountId: string,
+      entityId: string,
+      dedupeKey: string,
+      exceptId: string,
+      tx: Executor = db,
+    ) {
+      return tx
+        .selectFrom('records')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .where('dedupe_key', '=', dedupeKey)
+        .where('dedupe_unique', '=', true)
+        .where('id', '<>', exceptId)
+        .limit(1)
+        .modifyEnd(PREPARED)
+        .executeTakeFirst();
     },
 
     /** The oldest record with these duplicate-rule values. */
@@ -682,7 +707,7 @@ export function createRecordsRepo(db: Executor) {
 
     /**
      * Notes without an idempotency key, each for the one record it names (`recordId`) or whose
-     * email-role value is `emailLc` (of `entityId` when given), with their `note_added` events,
+     * email-role value is `emailLc`, either of `entityId` when given, with their `note_added` events,
      * in one statement: notes of one account that arrive together are one round trip. An item
      * with `uncheckedKeyId` (an API key taken from memory) is acted on only while that key is
      * unrevoked. Answers one result per item, in order: whether its key is live, the ids that
@@ -738,7 +763,7 @@ export function createRecordsRepo(db: Executor) {
             SELECT array_agg(m.id ORDER BY m.created_at, m.id) AS ids FROM (
               SELECT r.id, r.created_at FROM records r
               WHERE given.key_live AND given.record_id IS NOT NULL AND r.account_id = ${accountId}
-                AND r.id = given.record_id
+                AND r.id = given.record_id AND (given.entity_id IS NULL OR r.entity_id = given.entity_id)
               UNION ALL (
                 SELECT r.id, r.created_at FROM records r
                 WHERE given.key_live AND given.record_id IS NULL AND r.account_id = ${accountId}

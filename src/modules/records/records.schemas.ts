@@ -78,7 +78,14 @@ export const RECORD_ORDERS = ['updated', 'newest'] as const;
 
 export const RecordListQuery = Type.Object(
   {
-    entity: Type.Optional(Type.String({ maxLength: 100 })),
+    entity: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'records of the entity with this key; empty answers 422 as every empty filter does, an unknown key 404 unknown_entity',
+      }),
+    ),
     updated_since: Type.Optional(
       QueryTimestamp('records updated at or after this ISO 8601 timestamp with offset'),
     ),
@@ -122,14 +129,23 @@ export const RecordListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** A document a record body names by URL (POST and PATCH of records, intake). */
-export const DocumentRef = Type.Object({
-  url: Type.String({ minLength: 1, maxLength: 2048 }),
-  name: Type.Optional(Type.String({ maxLength: 200 })),
-  field: Type.Optional(
-    Type.String({ maxLength: 100, description: 'Key of a `file` or `files` field of the entity' }),
-  ),
-});
+/**
+ * A document a record body names by URL (POST and PATCH of records, intake). Closed: a misspelt
+ * `field` dropped would put the file in the record's pool instead of its field, unasked.
+ */
+export const DocumentRef = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    field: Type.Optional(
+      Type.String({ maxLength: 100, description: 'Key of a `file` or `files` field of the entity' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'A document to fetch; a key other than url, name and field answers 422 (reason unknown_key)',
+  },
+);
 
 export const PatchRecordBody = Type.Object(
   {
