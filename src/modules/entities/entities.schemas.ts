@@ -1,12 +1,7 @@
 import { Type } from 'typebox';
 import { ifThen, Name, Timestamp, Uuid } from '../../http/schemas.ts';
-import {
-  DUPLICATE_ACTIONS,
-  FIELD_TYPES,
-  FORMATS_BY_TYPE,
-  RESERVED_FIELD_KEYS,
-  ROLES,
-} from './entities.model.ts';
+import { DUPLICATE_ACTIONS, FIELD_TYPES, FORMATS_BY_TYPE, ROLES } from './entities.model.ts';
+import { RESERVED_FIELD_KEYS } from './reserved-keys.ts';
 
 export const KEY_PATTERN = '^[a-z][a-z0-9_]{0,99}$';
 export const EntityKey = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,99}$' });

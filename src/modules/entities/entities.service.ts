@@ -24,12 +24,12 @@ import {
   type FieldDef,
   type FieldType,
   FORMATS_BY_TYPE,
-  RESERVED_FIELD_KEYS,
   ROLES,
   type Role,
 } from './entities.model.ts';
 import type { EntitiesRepo } from './entities.repo.ts';
 import { MAX_ACTIVE_ENTITIES, MAX_ENTITIES } from './entities.schemas.ts';
+import { RESERVED_FIELD_KEYS } from './reserved-keys.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
 const CACHE_TTL_MS = 2_000;
