@@ -26,6 +26,11 @@ export function withoutUnstorable(text: string): string {
   return isStorableText(text) ? text : text.replace(UNSTORABLE, '');
 }
 
+/** Whether `text` has more than `max` code points; its UTF-16 length is an upper bound, checked first. */
+export function longerThan(text: string, max: number): boolean {
+  return text.length > max && codePointLength(text) > max;
+}
+
 /** Length in code points (a surrogate pair, such as an emoji, is one), as JSON Schema counts. */
 export function codePointLength(text: string): number {
   let pairs = 0;

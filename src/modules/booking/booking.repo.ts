@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { pastCursor } from '../../db/keyset.ts';
+import { lockNamed } from '../../db/transaction.ts';
 import type { Executor } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 import { seatMinutes } from './booking.rules.ts';
@@ -151,7 +152,7 @@ export function createBookingRepo(db: Executor) {
 
     /** Serialises changes of one account's calendars (the default flag moves between rows). */
     async lockCalendars(accountId: string, tx: Executor) {
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`calendars:${accountId}`}, 0))`.execute(tx);
+      await lockNamed(tx, `calendars:${accountId}`);
     },
 
     async insertCalendar(

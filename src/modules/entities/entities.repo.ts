@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
+import { lockNamed } from '../../db/transaction.ts';
 import type { Executor } from '../../db/types.ts';
 import { emailFieldOf } from '../records/field-values.ts';
 import type { DuplicateRule, EntityDef, FieldDef, PipelineDef } from './entities.model.ts';
@@ -103,7 +103,7 @@ export function createEntitiesRepo(db: Executor) {
 
     /** Held until `tx` ends: one entity PUT of the account at a time, so that its limits hold. */
     async lockEntities(accountId: string, tx: Executor) {
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`entities:${accountId}`}, 0))`.execute(tx);
+      await lockNamed(tx, `entities:${accountId}`);
     },
 
     /** The account's other entities than `key`, not archived and in all, and the state of `key`'s. */

@@ -32,7 +32,7 @@ import {
   setAsideDetail,
 } from '../records/field-values.ts';
 import { recordEventData } from '../records/record-webhooks.ts';
-import type { NewRecordRow, RecordsRepo } from '../records/records.repo.ts';
+import { isDuplicateValuesViolation, type NewRecordRow, type RecordsRepo } from '../records/records.repo.ts';
 import type { UsersRepo } from '../users/users.repo.ts';
 import type { BulkLogItem, IntakeLogEntry, IntakeLogFilter, IntakeRepo } from './intake.repo.ts';
 
@@ -225,12 +225,6 @@ function duplicateValuesConflict(entity: EntityDef, holderId: string | null): Ap
     message: `${holderId ? `record ${holderId}` : 'another record'} has the same ${match}; under the entity's duplicate rule two records may not share them`,
     extra: { reason: 'duplicate' },
   });
-}
-
-/** The database refused an update for the duplicate rule's unique index (`records_dedupe_unique`). */
-function isDuplicateValuesViolation(error: unknown): boolean {
-  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
-  return code === '23505' && constraint === 'records_dedupe_unique';
 }
 
 /** Reason of the warning that a stored record was not moved by a handover's `crm` node. */

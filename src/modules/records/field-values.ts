@@ -1,5 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
-import { codePointLength, matchingForm, truncate } from '../../lib/text.ts';
+import { longerThan, matchingForm, truncate } from '../../lib/text.ts';
 import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
 
 /** Longest text value (decisions §4); textareas take more. */
@@ -73,8 +73,7 @@ function coerceText(field: FieldDef, value: unknown): Coerced {
   if (text === undefined) return invalid('invalid_type', `${field.key} must be text`);
   const limit = field.type === 'textarea' ? MAX_TEXTAREA_LENGTH : MAX_TEXT_LENGTH;
   // Characters are code points (an emoji is one), as the schemas count them.
-  if (text.length > limit && codePointLength(text) > limit)
-    return invalid('too_long', `${field.key} is longer than ${limit} characters`);
+  if (longerThan(text, limit)) return invalid('too_long', `${field.key} is longer than ${limit} characters`);
   switch (field.format) {
     case 'email':
       return EMAIL.test(text) && text.length <= 254

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { pastCursor } from '../../db/keyset.ts';
 import { PREPARED } from '../../db/prepared.ts';
+import { lockNamed } from '../../db/transaction.ts';
 import type { Executor } from '../../db/types.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
 import type { IntakeLogEntry } from '../intake/intake.repo.ts';
@@ -104,6 +105,12 @@ function recordJsonOf(columns: { entityKey: unknown; name: unknown; fields: unkn
     'updated_at', to_char(ins.created_at AT TIME ZONE 'UTC', ${ISO_FORMAT}))`;
 }
 
+/** The database refused an update for the duplicate rule's unique index (`records_dedupe_unique`). */
+export function isDuplicateValuesViolation(error: unknown): boolean {
+  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
+  return code === '23505' && constraint === 'records_dedupe_unique';
+}
+
 export function createRecordsRepo(db: Executor) {
   return {
     /**
@@ -111,7 +118,7 @@ export function createRecordsRepo(db: Executor) {
      * transaction ends, so that two concurrent handovers cannot both create it.
      */
     async lock(tx: Executor, accountId: string, identity: string) {
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${accountId}:${identity}`}, 0))`.execute(tx);
+      await lockNamed(tx, `${accountId}:${identity}`);
     },
 
     /** `lock` for several identities at once, taken in one order so that two callers never deadlock. */

@@ -24,7 +24,12 @@ import {
   setAsideDetail,
 } from './field-values.ts';
 import { recordEventData } from './record-webhooks.ts';
-import type { RecordsListFilter, RecordsReadRepo, RecordsRepo } from './records.repo.ts';
+import {
+  isDuplicateValuesViolation,
+  type RecordsListFilter,
+  type RecordsReadRepo,
+  type RecordsRepo,
+} from './records.repo.ts';
 
 /** The query of `GET /api/v1/records`, as validated by its schema. */
 export interface RecordListFilter {
@@ -329,7 +334,7 @@ export function createRecordsService({
             )
             .catch((error: unknown) => {
               // Under an update or ignore rule, two records may not share the rule's values.
-              if ((error as { code?: string }).code === '23505') {
+              if (isDuplicateValuesViolation(error)) {
                 throw new AppError('conflict', {
                   message: 'Another record has the same values for the duplicate rule',
                   extra: { reason: 'duplicate' },

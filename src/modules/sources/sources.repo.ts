@@ -1,5 +1,6 @@
-import { type Selectable, sql } from 'kysely';
+import type { Selectable } from 'kysely';
 import { pastCursor } from '../../db/keyset.ts';
+import { lockNamed } from '../../db/transaction.ts';
 import type { Executor, SourcesTable } from '../../db/types.ts';
 import type { CursorPosition } from '../../lib/cursor.ts';
 
@@ -56,7 +57,7 @@ export function createSourcesRepo(db: Executor) {
      * ends: names are compared in the service, so two at once must not both find theirs free.
      */
     async lockNames(accountId: string, tx: Executor) {
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`sources:${accountId}`}, 0))`.execute(tx);
+      await lockNamed(tx, `sources:${accountId}`);
     },
 
     /** Every source's id and name, for the service to compare names as intake matches text. */

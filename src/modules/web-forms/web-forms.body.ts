@@ -1,4 +1,5 @@
 import type { ValidationDetail } from '../../http/errors.ts';
+import { longerThan } from '../../lib/text.ts';
 import type { S2RecordBody } from '../intake/intake.handover.ts';
 import type { Warning } from '../intake/intake.service.ts';
 
@@ -17,11 +18,6 @@ const NAME_MAX = 100;
 /** Nodes of the JSON body that a form cannot spell bare. */
 const OBJECT_NODES = new Set(['fields', 'meta']);
 const JSON_ONLY_NODES = new Set(['documents', 'crm', 'booking', 'distribution']);
-
-function longerThan(text: string, max: number): boolean {
-  // Counted in code points, as the schema's maxLength counts them; UTF-16 length is an upper bound.
-  return text.length > max && [...text].length > max;
-}
 
 /**
  * What is wrong with a form's names (its text parts' and its file parts'), in the words of the
