@@ -64,8 +64,13 @@ export function requestHash(body: unknown): string {
 }
 
 /** 1–255 printable characters, spaces included (decisions §4). */
+/** Whether `key` is a key the rule takes (1–255 printable characters). */
+export function isIdempotencyKey(key: unknown): key is string {
+  return typeof key === 'string' && KEY_PATTERN.test(key);
+}
+
 export function checkIdempotencyKey(key: unknown): string {
-  if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+  if (!isIdempotencyKey(key)) {
     throw idempotencyKeyRefused();
   }
   return key;

@@ -7,6 +7,7 @@ import { MAX_DOCUMENTS_PER_CALL } from '../documents/documents.service.ts';
 import {
   checkIdempotencyKey,
   type IdempotencyService,
+  isIdempotencyKey,
   type StoreAnswer,
   type StoredAnswer,
 } from '../idempotency/idempotency.service.ts';
@@ -107,16 +108,6 @@ function logItemOf(index: number, result: { accepted: boolean; body: unknown }):
   };
 }
 
-/** A valid idempotency key as sent, or null for one that would be refused. */
-function keyOrNull(rawKey: unknown): string | null {
-  try {
-    return checkIdempotencyKey(rawKey);
-  } catch (error) {
-    if (error instanceof AppError) return null;
-    throw error;
-  }
-}
-
 /** The entity every entry names, or null when they name several (or none that can be stored). */
 function sharedEntityOf(entries: unknown[]): string | null {
   const names = new Set(entries.map((entry) => (isJsonObject(entry) ? entry.entity : undefined)));
@@ -201,7 +192,7 @@ export function createIntakeApi({
       answer: () => StoredAnswer,
     ): Promise<Answer> {
       const rawKey = idempotencyKeyOf(body, headerKey);
-      const key = rawKey === undefined ? null : keyOrNull(rawKey);
+      const key = isIdempotencyKey(rawKey) ? rawKey : null;
       if (key === null) return { ...answer(), replayed: false };
       return idempotency.run(
         ctx.accountId,
