@@ -501,6 +501,87 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       expect(stored).toHaveLength(0);
     });
 
+    it('adds no blank note and says so in a warning: single, form, bulk, the call note and PATCH', async () => {
+      const blank = { key: 'note', reason: 'blank', message: 'the note holds no text: no note was added' };
+      const notesOf = async (id: string) =>
+        (await t.db.selectFrom('notes').select('body').where('record_id', '=', id).execute()).map(
+          (n) => n.body,
+        );
+      const single = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          email: 'blank-s1@b.co',
+          note: ' ',
+          notes: ['kept', '\u200b', { text: '', tag: 'x' }],
+        },
+      });
+      expect(single.statusCode).toBe(200);
+      expect(single.json().warnings).toEqual([
+        blank,
+        { ...blank, key: 'notes.1' },
+        { ...blank, key: 'notes.2' },
+      ]);
+      expect(await notesOf(single.json().lead_id)).toEqual(['kept']);
+      const form = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'entity=lead&email=blank-form%40b.co&note=',
+      });
+      expect(form.json().warnings).toEqual([blank]);
+      expect(await notesOf(form.json().lead_id)).toEqual([]);
+      const bulk = await t.request({
+        method: 'POST',
+        url: '/api/leads/bulk',
+        key: account.apiKey,
+        body: {
+          entity: 'lead',
+          note: '  ',
+          batch: [{ email: 'blank-bulk1@b.co' }, { email: 'blank-bulk2@b.co', note: 'own' }],
+        },
+      });
+      expect(bulk.statusCode).toBe(200);
+      expect(bulk.json().created.map((item: { warnings?: unknown }) => item.warnings)).toEqual([
+        [blank],
+        [blank],
+      ]);
+      expect(await notesOf(bulk.json().created[1].lead_id)).toEqual(['own']);
+      const plain = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        body: { entity: 'lead', email: 'plain-s1@b.co', note: 'fine' },
+      });
+      expect(plain.json()).not.toHaveProperty('warnings');
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/leads/${plain.json().lead_id}`,
+        key: account.apiKey,
+        body: { fields: { phone: '+4930123', shoe: '42' }, note: '\n' },
+      });
+      expect(patched.statusCode).toBe(200);
+      expect(patched.json().warnings).toEqual([
+        expect.objectContaining({ key: 'shoe', reason: 'unmapped' }),
+        blank,
+      ]);
+      expect(await notesOf(plain.json().lead_id)).toEqual(['fine']);
+      const quiet = await t.request({
+        method: 'PATCH',
+        url: `/api/leads/${plain.json().lead_id}`,
+        key: account.apiKey,
+        body: { fields: { phone: '+4930124' }, note: 'a real note' },
+      });
+      expect(quiet.json()).toEqual({
+        status: 'success',
+        lead_id: plain.json().lead_id,
+        updated_fields: ['phone'],
+      });
+    });
+
     it('S1 bulk creates all or nothing, at most 1,000', async () => {
       const ok = await t.request({
         method: 'POST',

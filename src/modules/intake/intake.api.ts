@@ -11,6 +11,7 @@ import {
   type StoreAnswer,
   type StoredAnswer,
 } from '../idempotency/idempotency.service.ts';
+import { BLANK_NOTE, blankNoteWarning, isNoteText } from '../notes/note-text.ts';
 import {
   bodyBesideKey,
   idempotencyKeyOf,
@@ -74,13 +75,16 @@ function s2Response(outcome: IntakeOutcome) {
 /**
  * What S1 adds to a lead's answer: the booking and its warnings when the lead asked for a booking
  * (a booking node, or one the account's modules set aside with a `booking` warning), and the
- * warning of a `status:<pipeline>` key that a stored lead was not moved by (`existing_record`);
- * nothing else (S1 answers carry no other warnings). The same for a single lead and a bulk item.
+ * warning of a `status:<pipeline>` key that a stored lead was not moved by (`existing_record`),
+ * and that of a note that added nothing for being blank (`blank`); nothing else (S1 answers carry no other warnings). The same for a single lead and a bulk item.
  */
 function s1Extras(handover: Handover, outcome: IntakeOutcome) {
   const asked = handover.booking !== null || handover.warnings.some((warning) => warning.key === 'booking');
   const warnings = outcome.warnings.filter(
-    (warning) => (asked && warning.key.startsWith('booking')) || warning.reason === EXISTING_RECORD,
+    (warning) =>
+      (asked && warning.key.startsWith('booking')) ||
+      warning.reason === EXISTING_RECORD ||
+      warning.reason === BLANK_NOTE,
   );
   return {
     ...(outcome.booking ? { booking: outcome.booking } : {}),
@@ -426,7 +430,9 @@ export function createIntakeApi({
             const handover = readS1Lead({ ...lead, entity: body.entity }, ctx.modules, {
               source: body.source ?? null,
             });
-            if (body.note) handover.notes.push({ body: body.note });
+            // The call's note goes to every lead; a blank one to none, which each lead's answer says.
+            if (body.note !== undefined && isNoteText(body.note)) handover.notes.push({ body: body.note });
+            else if (body.note !== undefined) handover.warnings.push(blankNoteWarning('note'));
             return handover;
           } catch (error) {
             if (error instanceof AppError && error.details) {

@@ -1,7 +1,6 @@
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
-import { NAME_PATTERN } from '../../http/schemas.ts';
-import { truncate } from '../../lib/text.ts';
 import type { BookingRequest } from '../booking/booking.service.ts';
+import { blankNoteWarning, isNoteText } from '../notes/note-text.ts';
 import type { Handover, HandoverNote, Warning } from './intake.service.ts';
 
 /** Top-level keys of POST /api/v1/records that are not field names (interface: rule 1). */
@@ -26,8 +25,6 @@ export const ORIGIN_KEYS = [
   'referrer',
 ] as const;
 const META_KEYS = new Set<string>(['source', 'idempotency_key', 'external_id', ...ORIGIN_KEYS]);
-/** A note with text: a character other than a blank, by the rule of names and of note bodies. */
-const NOTE_TEXT = new RegExp(NAME_PATTERN, 'u');
 /** The module each optional intake node needs. */
 const MODULE_NODES = [
   ['crm', 'crm'],
@@ -176,11 +173,9 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
 
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
   const notes: HandoverNote[] = [];
-  if (body.note !== undefined && NOTE_TEXT.test(body.note)) notes.push({ body: body.note });
+  if (body.note !== undefined && isNoteText(body.note)) notes.push({ body: body.note });
   // A blank note (a form's empty textarea) adds nothing, which the answer says: no 422 for a form.
-  else if (body.note !== undefined) {
-    warnings.push({ key: 'note', reason: 'blank', message: 'the note holds no text: no note was added' });
-  }
+  else if (body.note !== undefined) warnings.push(blankNoteWarning('note'));
   return {
     entity: body.entity,
     submitted,
@@ -277,18 +272,28 @@ function asList(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [value];
 }
 
-function readS1Notes(body: Record<string, unknown>, problems: ValidationDetail[]): HandoverNote[] {
+/**
+ * S1's `note` and `notes`. A blank note (empty, or of characters that show nothing) adds nothing
+ * and says so in a `blank` warning keyed `note` or `notes.<index>`, as S2's blank note does.
+ */
+function readS1Notes(
+  body: Record<string, unknown>,
+  problems: ValidationDetail[],
+  warnings: Warning[],
+): HandoverNote[] {
   const notes: HandoverNote[] = [];
-  for (const item of [...asList(body.note), ...asList(body.notes)]) {
+  const items: [string, unknown][] = [
+    ...(body.note === undefined || body.note === null ? [] : [['note', body.note] as [string, unknown]]),
+    ...asList(body.notes).map((item, index): [string, unknown] => [`notes.${index}`, item]),
+  ];
+  for (const [key, item] of items) {
     if (typeof item === 'string') {
-      if (item.trim() !== '') notes.push({ body: truncate(item, 10_000) });
+      if (isNoteText(item)) notes.push({ body: item });
+      else warnings.push(blankNoteWarning(key));
     } else if (item && typeof item === 'object' && typeof (item as { text?: unknown }).text === 'string') {
       const { text, tag } = item as { text: string; tag?: unknown };
-      if (text.trim() !== '')
-        notes.push({
-          body: truncate(text, 10_000),
-          tag: typeof tag === 'string' ? truncate(tag, 100) : null,
-        });
+      if (isNoteText(text)) notes.push({ body: text, tag: typeof tag === 'string' ? tag : null });
+      else warnings.push(blankNoteWarning(key));
     } else {
       problems.push({
         key: 'notes',
@@ -416,10 +421,10 @@ export function readS1Lead(
   }
   if (viewers.length > 100)
     problems.push({ key: 'viewers', reason: 'too_many', message: 'at most 100 viewers' });
-  const notes = readS1Notes(body, problems);
+  const warnings: Warning[] = [];
+  const notes = readS1Notes(body, problems, warnings);
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
   const bookingNode = readS1Booking(body);
-  const warnings: Warning[] = [];
   if (bookingNode && !modules.includes('booking')) {
     warnings.push({
       key: 'booking',

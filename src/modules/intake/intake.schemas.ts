@@ -328,7 +328,7 @@ const s1BookingProperties = {
   warnings: Type.Optional(
     Type.Array(Warning, {
       description:
-        'Present when the lead asked for a booking (the booking’s warnings) or when a status:<pipeline> key named another stage than the stored lead’s, which it does not move ({key: crm, reason: existing_record}; PATCH /api/leads/{id}/status moves it)',
+        'Present when the lead asked for a booking (the booking’s warnings), when a status:<pipeline> key named another stage than the stored lead’s, which it does not move ({key: crm, reason: existing_record}; PATCH /api/leads/{id}/status moves it), or when a note was blank and added nothing ({key: note or notes.<index>, reason: blank})',
     }),
   ),
 };

@@ -1,5 +1,6 @@
 import { actorOf, type Credential, senderNameOf } from '../../http/auth.ts';
 import type { DocumentRef, DocumentsService } from '../documents/documents.service.ts';
+import { blankNoteWarning, isNoteText } from '../notes/note-text.ts';
 import type { NotesService } from '../notes/notes.service.ts';
 import type { ChangeContext, RecordsService } from './records.service.ts';
 
@@ -52,7 +53,9 @@ export function createRecordsApi({
     ) {
       const submitted = Object.keys(body.fields).map((key) => [key, body.fields[key]] as [string, unknown]);
       const change = await records.changeValues(ctx, leadId, submitted, null);
-      if (body.note && body.note.trim() !== '') {
+      const warnings = [...change.warnings];
+      if (body.note !== undefined && !isNoteText(body.note)) warnings.push(blankNoteWarning('note'));
+      else if (body.note !== undefined) {
         await notes.add(
           {
             accountId: ctx.accountId,
@@ -66,7 +69,12 @@ export function createRecordsApi({
           { body: body.note, record: leadId },
         );
       }
-      return { status: 'success' as const, lead_id: leadId, updated_fields: change.changed };
+      return {
+        status: 'success' as const,
+        lead_id: leadId,
+        updated_fields: change.changed,
+        ...(warnings.length > 0 ? { warnings } : {}),
+      };
     },
   };
 }

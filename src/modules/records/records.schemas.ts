@@ -197,4 +197,10 @@ export const S1PatchResponse = Type.Object({
   status: Type.Literal('success'),
   lead_id: Uuid,
   updated_fields: Type.Array(Type.String()),
+  warnings: Type.Optional(
+    Type.Array(Warning, {
+      description:
+        'Present when something sent was not acted on: a name in fields that matches no field (unmapped), or a blank note, which added nothing (key note, reason blank)',
+    }),
+  ),
 });
