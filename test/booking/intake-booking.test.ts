@@ -399,6 +399,26 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       expect(appointment.json().ends_at).toBe('2027-03-22T09:30:00.000Z');
     });
 
+    it('warns of a key the booking node does not take and still books, on S2 and S1', async () => {
+      const { account } = await bookingAccount(t);
+      const s2 = await intake(account.apiKey, {
+        entity: 'lead',
+        fields: { email: 'zone@example.com' },
+        booking: { title: 'Intro call', time_zone: 'Europe/Berlin' },
+      });
+      expect(s2.statusCode).toBe(201);
+      expect(s2.json().warnings).toEqual([{ key: 'booking.time_zone', reason: 'unmapped' }]);
+      expect(s2.json().booking.token).toMatch(/^bk_/);
+      const s1 = await intake(
+        account.apiKey,
+        { entity: 'lead', email: 'zone-s1@example.com', booking: { title: 'Intro call', time_zone: 'UTC' } },
+        '/api/intake',
+      );
+      expect(s1.statusCode).toBe(200);
+      expect(s1.json().warnings).toEqual([{ key: 'booking.time_zone', reason: 'unmapped' }]);
+      expect(s1.json().booking.token).toMatch(/^bk_/);
+    });
+
     it('refuses a wrongly typed booking node with 422 and writes nothing', async () => {
       const { account } = await bookingAccount(t);
       const response = await intake(account.apiKey, {

@@ -472,7 +472,7 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
       expect(noCrm.json().status).toBe('error');
     });
 
-    it('refuses a key a note object does not have (a misspelt tag), single and bulk, and stores nothing', async () => {
+    it('warns of a key a note object does not take (a misspelt tag), single and bulk; the note is added', async () => {
       const misspelt = { text: 'tagged', tga: 'fair' };
       const single = await t.request({
         method: 'POST',
@@ -480,25 +480,25 @@ describe.each(TEST_DATABASES)('bulk, source tokens and S1 intake on %s', (kind) 
         key: account.apiKey,
         body: { entity: 'lead', email: 'tga@b.co', notes: [misspelt] },
       });
-      expect(single.statusCode).toBe(422);
-      expect(single.json()).toMatchObject({
-        status: 'error',
-        errors: { 'notes.0.tga': [expect.any(String)] },
-      });
+      expect(single.statusCode).toBe(200);
+      expect(single.json().warnings).toEqual([{ key: 'notes.0.tga', reason: 'unmapped' }]);
       const bulk = await t.request({
         method: 'POST',
         url: '/api/leads/bulk',
         key: account.apiKey,
         body: { entity: 'lead', batch: [{ email: 'tga-bulk@b.co', notes: [misspelt] }] },
       });
-      expect(bulk.statusCode).toBe(422);
-      expect(JSON.stringify(bulk.json().errors)).toContain('notes.0.tga');
-      const stored = await t.db
-        .selectFrom('records')
-        .select('id')
-        .where('email_lc', 'in', ['tga@b.co', 'tga-bulk@b.co'])
+      expect(bulk.statusCode).toBe(200);
+      expect(bulk.json().created[0].warnings).toEqual([{ key: 'notes.0.tga', reason: 'unmapped' }]);
+      const notes = await t.db
+        .selectFrom('notes')
+        .select(['body', 'tag'])
+        .where('record_id', 'in', [single.json().lead_id, bulk.json().created[0].lead_id])
         .execute();
-      expect(stored).toHaveLength(0);
+      expect(notes).toEqual([
+        { body: 'tagged', tag: null },
+        { body: 'tagged', tag: null },
+      ]);
     });
 
     it('adds no blank note and says so in a warning: single, form, bulk, the call note and PATCH', async () => {

@@ -76,7 +76,8 @@ function s2Response(outcome: IntakeOutcome) {
  * What S1 adds to a lead's answer: the booking and its warnings when the lead asked for a booking
  * (a booking node, or one the account's modules set aside with a `booking` warning), and the
  * warning of a `status:<pipeline>` key that a stored lead was not moved by (`existing_record`),
- * and that of a note that added nothing for being blank (`blank`); nothing else (S1 answers carry no other warnings). The same for a single lead and a bulk item.
+ * a note that added nothing for being blank (`blank`) and a note object's key it does not take
+ * (`notes.<index>.<key>`, `unmapped`); nothing else (S1 answers carry no other warnings). The same for a single lead and a bulk item.
  */
 function s1Extras(handover: Handover, outcome: IntakeOutcome) {
   const asked = handover.booking !== null || handover.warnings.some((warning) => warning.key === 'booking');
@@ -84,7 +85,8 @@ function s1Extras(handover: Handover, outcome: IntakeOutcome) {
     (warning) =>
       (asked && warning.key.startsWith('booking')) ||
       warning.reason === EXISTING_RECORD ||
-      warning.reason === BLANK_NOTE,
+      warning.reason === BLANK_NOTE ||
+      warning.key.startsWith('notes.'),
   );
   return {
     ...(outcome.booking ? { booking: outcome.booking } : {}),

@@ -89,6 +89,32 @@ function bookingRequestOf(node: S2BookingNode): BookingRequest {
   };
 }
 
+/** The keys each intake node takes; any other is an `unmapped` warning (refused under a strict key). */
+const NODE_KEYS = {
+  crm: new Set(['stage', 'pipeline']),
+  booking: new Set(['title', 'duration_minutes', 'starts_at', 'calendar_id']),
+  distribution: new Set(['partner_ids']),
+  document: new Set(['url', 'name', 'field']),
+  note: new Set(['text', 'tag']),
+};
+
+/**
+ * Warns of each key of a node (`crm`, `booking`, `distribution`, a `documents` item, an S1 note
+ * object) that the node does not take: `{key: "<at>.<name>", reason: "unmapped"}`, or with a
+ * strict key a refusal, as for unknown `meta` keys (interface: unknown input is accepted with
+ * warnings unless the key is strict). The node's own readers take only the keys they know.
+ */
+function warnUnknownNodeKeys(
+  node: unknown,
+  known: ReadonlySet<string>,
+  at: string,
+  warnings: Warning[],
+): void {
+  if (!isJsonObject(node)) return;
+  for (const key of Object.keys(node))
+    if (!known.has(key)) warnings.push({ key: `${at}.${key}`, reason: 'unmapped' });
+}
+
 function ownEntries(value: object): [string, unknown][] {
   // Object.keys lists own keys only, and a JSON `__proto__` key is an own key: it stays data.
   return Object.keys(value).map((key) => [key, (value as Record<string, unknown>)[key]]);
@@ -151,6 +177,10 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
   const source = metaString(meta, 'source', 100, problems);
   const externalId = metaString(meta, 'external_id', 255, problems);
 
+  for (const [node] of MODULE_NODES) warnUnknownNodeKeys(body[node], NODE_KEYS[node], node, warnings);
+  for (const [index, document] of (body.documents ?? []).entries()) {
+    warnUnknownNodeKeys(document, NODE_KEYS.document, `documents.${index}`, warnings);
+  }
   for (const [node, module] of MODULE_NODES) {
     if (body[node] === undefined && !setAside.get(body)?.includes(node)) continue;
     if (!modules.includes(module)) {
@@ -188,7 +218,7 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     distribution,
     assignee: null,
     viewers: [],
-    documents: body.documents ?? [],
+    documents: (body.documents ?? []).map(({ url, name, field }) => ({ url, name, field })),
     warnings,
   };
 }
@@ -291,6 +321,7 @@ function readS1Notes(
       if (isNoteText(item)) notes.push({ body: item });
       else warnings.push(blankNoteWarning(key));
     } else if (item && typeof item === 'object' && typeof (item as { text?: unknown }).text === 'string') {
+      warnUnknownNodeKeys(item, NODE_KEYS.note, key, warnings);
       const { text, tag } = item as { text: string; tag?: unknown };
       if (isNoteText(text)) notes.push({ body: text, tag: typeof tag === 'string' ? tag : null });
       else warnings.push(blankNoteWarning(key));
@@ -425,6 +456,7 @@ export function readS1Lead(
   const notes = readS1Notes(body, problems, warnings);
   if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
   const bookingNode = readS1Booking(body);
+  warnUnknownNodeKeys(body.booking, NODE_KEYS.booking, 'booking', warnings);
   if (bookingNode && !modules.includes('booking')) {
     warnings.push({
       key: 'booking',

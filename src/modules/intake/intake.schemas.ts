@@ -16,6 +16,20 @@ import { ORIGIN_KEYS } from './intake.handover.ts';
 
 const ShortText = Type.String({ maxLength: 200 });
 
+/**
+ * The options of an intake node's object: keys it does not take are warnings
+ * `{key: "<node>.<key>", reason: unmapped}` (refused under a strict key), as unknown `meta` keys
+ * are, never dropped without a word; bounded in number and length as `meta` is.
+ */
+function openNode(node: string) {
+  return {
+    additionalProperties: true,
+    maxProperties: 20,
+    propertyNames: { maxLength: 100 },
+    description: `Other keys are the warning {key: ${node}.<key>, reason: unmapped}, refused under a strict key`,
+  };
+}
+
 /** Text of `meta` (decisions §4); null or empty means "not given". */
 function metaText(maxLength: number, description: string) {
   return Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()], { description }));
@@ -44,7 +58,7 @@ const BookingNode = Type.Object(
       Type.String({ format: 'uuid', description: 'The account’s default calendar when not given' }),
     ),
   },
-  { additionalProperties: false },
+  openNode('booking'),
 );
 
 const BookingAnswer = Type.Union([
@@ -87,10 +101,9 @@ export const S2RecordBody = Type.Object(
           ),
         },
         {
-          // Closed as booking and distribution are: a misspelt key (`stgae`) is 422 unknown_key, never dropped.
-          additionalProperties: false,
+          ...openNode('crm'),
           description:
-            'The stage a new record enters (CRM module); an unknown stage or pipeline answers 422, and so does a key other than stage and pipeline (reason unknown_key). A handover that updates or matches a stored record does not move it: a stage other than its own gives the warning {key: crm, reason: existing_record} (stage moves go through POST /api/v1/crm/records/{id}/stage)',
+            'The stage a new record enters (CRM module); an unknown stage or pipeline answers 422. A key other than stage and pipeline is the warning {key: crm.<key>, reason: unmapped} (refused under a strict key). A handover that updates or matches a stored record does not move it: a stage other than its own gives the warning {key: crm, reason: existing_record} (stage moves go through POST /api/v1/crm/records/{id}/stage)',
         },
       ),
     ),
@@ -107,7 +120,7 @@ export const S2RecordBody = Type.Object(
           ),
         },
         {
-          additionalProperties: false,
+          ...openNode('distribution'),
           description:
             'Distributes the new record in the same call (distribution module); the answer carries `distribution` shaped like the start answer, or the warning no_distribution when its entity has no enabled distribution',
         },
@@ -278,10 +291,13 @@ const s1LeadProperties = {
     Type.Array(
       Type.Union([
         NoteText,
-        // Closed as the S2 nodes are: a misspelt `tag` is an error, never dropped.
         Type.Object(
           { text: NoteText, tag: Type.Optional(Type.String({ maxLength: 100 })) },
-          { additionalProperties: false, description: 'A tagged note; another key is refused (unknown_key)' },
+          {
+            ...openNode('notes.<index>'),
+            description:
+              'A tagged note; another key (a misspelt tag) is the warning {key: notes.<index>.<key>, reason: unmapped}, refused under a strict key',
+          },
         ),
       ]),
       { maxItems: 50 },
@@ -328,7 +344,7 @@ const s1BookingProperties = {
   warnings: Type.Optional(
     Type.Array(Warning, {
       description:
-        'Present when the lead asked for a booking (the booking’s warnings), when a status:<pipeline> key named another stage than the stored lead’s, which it does not move ({key: crm, reason: existing_record}; PATCH /api/leads/{id}/status moves it), or when a note was blank and added nothing ({key: note or notes.<index>, reason: blank})',
+        'Present when the lead asked for a booking (the booking’s warnings), when a status:<pipeline> key named another stage than the stored lead’s, which it does not move ({key: crm, reason: existing_record}; PATCH /api/leads/{id}/status moves it), when a note was blank and added nothing ({key: note or notes.<index>, reason: blank}), or when a note object had a key it does not take ({key: notes.<index>.<key>, reason: unmapped})',
     }),
   ),
 };

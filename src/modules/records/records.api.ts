@@ -1,8 +1,14 @@
 import { actorOf, type Credential, senderNameOf } from '../../http/auth.ts';
+import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import type { DocumentRef, DocumentsService } from '../documents/documents.service.ts';
+import type { Warning } from '../intake/intake.service.ts';
 import { blankNoteWarning, isNoteText } from '../notes/note-text.ts';
 import type { NotesService } from '../notes/notes.service.ts';
+import { reportUnmapped } from './field-values.ts';
 import type { ChangeContext, RecordsService } from './records.service.ts';
+
+/** The keys a document reference takes (PATCH of a record; intake reads its own the same way). */
+const DOCUMENT_KEYS = new Set(['url', 'name', 'field']);
 
 /** PATCH endpoints over records, documents and notes. */
 export function createRecordsApi({
@@ -25,9 +31,25 @@ export function createRecordsApi({
       const submitted = body.fields
         ? Object.keys(body.fields).map((key) => [key, body.fields![key]] as [string, unknown])
         : [];
+      // A document's key it does not take is a warning, or with a strict key a refusal (as on intake).
+      const unknownKeys: ValidationDetail[] = [];
+      const reported = { problems: unknownKeys, warnings: [] as Warning[] };
+      const refs = (body.documents ?? []).map((document, index) => {
+        for (const key of Object.keys(document)) {
+          if (!DOCUMENT_KEYS.has(key))
+            reportUnmapped(
+              ctx.strict,
+              `documents.${index}.${key}`,
+              'a document takes url, name and field',
+              reported,
+            );
+        }
+        return { url: document.url, name: document.name, field: document.field };
+      });
+      if (unknownKeys.length > 0) throw new AppError('validation_failed', { details: unknownKeys });
       // Documents are fetched before the values change, outside any transaction.
-      const fetched = body.documents?.length
-        ? await documents.fetchForRecord(ctx.accountId, recordId, body.documents, {
+      const fetched = refs.length
+        ? await documents.fetchForRecord(ctx.accountId, recordId, refs, {
             scope,
             allowPool: scope === null,
           })
@@ -40,7 +62,7 @@ export function createRecordsApi({
         updated: change.changed.length > 0 || attached > 0,
         fields: change.changed,
         documents: attached,
-        warnings: [...change.warnings, ...(fetched?.warnings ?? [])],
+        warnings: [...reported.warnings, ...change.warnings, ...(fetched?.warnings ?? [])],
       };
     },
 

@@ -130,8 +130,9 @@ export const RecordListQuery = Type.Object(
 );
 
 /**
- * A document a record body names by URL (POST and PATCH of records, intake). Closed: a misspelt
- * `field` dropped would put the file in the record's pool instead of its field, unasked.
+ * A document a record body names by URL (POST and PATCH of records, intake). A key other than
+ * these (a misspelt `field`, which puts the file in the record's pool instead of its field) is an
+ * `unmapped` warning keyed `documents.<index>.<key>`, refused under a strict key.
  */
 export const DocumentRef = Type.Object(
   {
@@ -142,8 +143,11 @@ export const DocumentRef = Type.Object(
     ),
   },
   {
-    additionalProperties: false,
-    description: 'A document to fetch; a key other than url, name and field answers 422 (reason unknown_key)',
+    additionalProperties: true,
+    maxProperties: 20,
+    propertyNames: { maxLength: 100 },
+    description:
+      'A document to fetch; a key other than url, name and field is the warning {key: documents.<index>.<key>, reason: unmapped}, refused under a strict key',
   },
 );
 
