@@ -9,27 +9,50 @@ export interface CursorPosition {
 /** The form `toISOString` gives the cursors this service issues; the database reads it exactly. */
 const ISSUED_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-export function encodeCursor(createdAt: Date | string, id: string): string {
+/**
+ * A cursor: the last row's sort timestamp and id, and for a list with several orders the order
+ * it was issued for (`order`), so that it is not read as a position in another order.
+ */
+export function encodeCursor(createdAt: Date | string, id: string, order?: string): string {
   const at = createdAt instanceof Date ? createdAt.toISOString() : createdAt;
-  return Buffer.from(JSON.stringify([at, id]), 'utf8').toString('base64url');
+  const position = order === undefined ? [at, id] : [at, id, order];
+  return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string | undefined): CursorPosition | null {
+/**
+ * Reads a cursor this service issued. `order` is the order the list is asked in: a cursor issued
+ * for another order is refused (its timestamp is another column's), not reinterpreted. A cursor
+ * without an order (issued before orders were written into cursors) is read as before.
+ */
+export function decodeCursor(cursor: string | undefined, order?: string): CursorPosition | null {
   if (cursor === undefined || cursor === '') return null;
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (
       Array.isArray(parsed) &&
-      parsed.length === 2 &&
+      (parsed.length === 2 || (parsed.length === 3 && typeof parsed[2] === 'string')) &&
       typeof parsed[0] === 'string' &&
       typeof parsed[1] === 'string' &&
       ISSUED_TIMESTAMP.test(parsed[0]) &&
       !Number.isNaN(Date.parse(parsed[0])) &&
       /^[0-9a-f-]{36}$/i.test(parsed[1])
     ) {
+      const issuedFor = parsed[2] as string | undefined;
+      if (issuedFor !== undefined && issuedFor !== order) {
+        throw new AppError('validation_failed', {
+          details: [
+            {
+              key: 'cursor',
+              reason: 'invalid_format',
+              message: `cursor was issued for order=${issuedFor}; ask for that order, or start again without a cursor`,
+            },
+          ],
+        });
+      }
       return { createdAt: parsed[0], id: parsed[1] };
     }
-  } catch {
+  } catch (error) {
+    if (error instanceof AppError) throw error;
     // Falls through to the error below.
   }
   throw new AppError('validation_failed', {

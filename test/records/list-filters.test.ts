@@ -168,6 +168,31 @@ describe.each(TEST_DATABASES)('filters of GET /api/v1/records on %s', (kind) => 
       }
     });
 
+    it('refuses a cursor issued for the other order instead of reading it as a position there', async () => {
+      for (const [issued, asked] of [
+        ['newest', 'updated'],
+        ['updated', 'newest'],
+      ] as const) {
+        const first = (await list(`order=${issued}&limit=1`)).json();
+        expect(first.next_cursor).toEqual(expect.any(String));
+        const other = await list(`order=${asked}&limit=1&cursor=${first.next_cursor}`);
+        expect(other.statusCode, issued).toBe(422);
+        expect(other.json().details).toEqual([
+          {
+            key: 'cursor',
+            reason: 'invalid_format',
+            message: `cursor was issued for order=${issued}; ask for that order, or start again without a cursor`,
+          },
+        ]);
+        expect((await list(`order=${issued}&limit=1&cursor=${first.next_cursor}`)).statusCode).toBe(200);
+      }
+      // A cursor issued before orders were written into cursors ([timestamp, id]) is read as before.
+      const legacy = Buffer.from(JSON.stringify(['2024-03-02T00:00:00.000Z', ids.anna])).toString(
+        'base64url',
+      );
+      expect((await list(`order=newest&cursor=${legacy}`)).statusCode).toBe(200);
+    });
+
     it('answers an unknown entity as before', async () => {
       const response = await list('entity=nothing');
       expect(response.statusCode).toBe(404);

@@ -223,7 +223,8 @@ export function createRecordsService({
       };
       refuseUnstorableTimes(times);
       let after: { at: string; id: string } | null = null;
-      const position = decodeCursor(query.cursor);
+      const order = newest ? 'newest' : 'updated';
+      const position = decodeCursor(query.cursor, order);
       if (position) after = { at: position.createdAt, id: position.id };
       const filter: RecordsListFilter = {
         entityId,
@@ -235,7 +236,7 @@ export function createRecordsService({
         source: query.source,
         text: query.q,
       };
-      const rows = await reads.list(accountId, filter, newest ? 'newest' : 'updated', limit + 1, after);
+      const rows = await reads.list(accountId, filter, order, limit + 1, after);
       const page = rows.slice(0, limit);
       const documents = await reads.documentsOf(
         accountId,
@@ -252,7 +253,7 @@ export function createRecordsService({
         records: recordsOut,
         next_cursor:
           rows.length > limit && last
-            ? encodeCursor(newest ? last.created_at : last.updated_at, last.id)
+            ? encodeCursor(newest ? last.created_at : last.updated_at, last.id, order)
             : null,
       };
     },
