@@ -288,6 +288,13 @@ export interface AutomationRunsTable {
   created_at: CreatedAt;
 }
 
+export interface AutomationChainsTable {
+  account_id: string;
+  id: string;
+  moves: number;
+  created_at: CreatedAt;
+}
+
 export interface WebhookDestinationsTable {
   account_id: string;
   id: string;
@@ -580,6 +587,7 @@ export interface Database {
   intake_log: IntakeLogTable;
   automations: AutomationsTable;
   automation_runs: AutomationRunsTable;
+  automation_chains: AutomationChainsTable;
   webhook_destinations: WebhookDestinationsTable;
   outbound_messages: OutboundMessagesTable;
   outbound_attempts: OutboundAttemptsTable;

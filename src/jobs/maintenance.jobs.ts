@@ -64,8 +64,28 @@ export const PURGE_AUTOMATION_RUNS_CRON = '47 * * * *';
  */
 export const AUTOMATION_RUN_MARK_DAYS = 30;
 
-/** Deletes automation run marks past their time (decisions: CRM module); returns how many went. */
-export function purgeAutomationRuns(executor: Executor): Promise<number> {
+/**
+ * Deletes automation run marks past their time (decisions: CRM module), and the move counts of
+ * automation chains as old (no job of the chain can come after them); returns how many marks went.
+ */
+export async function purgeAutomationRuns(executor: Executor): Promise<number> {
+  await inBatches(() =>
+    executor
+      .deleteFrom('automation_chains')
+      .where((eb) =>
+        eb(
+          eb.refTuple('account_id', 'id'),
+          'in',
+          eb
+            .selectFrom('automation_chains')
+            .select(['account_id', 'id'])
+            .where('created_at', '<', sql<Date>`now() - make_interval(days => ${AUTOMATION_RUN_MARK_DAYS})`)
+            .limit(PURGE_BATCH_SIZE)
+            .$asTuple('account_id', 'id'),
+        ),
+      )
+      .executeTakeFirst(),
+  );
   return inBatches(() =>
     executor
       .deleteFrom('automation_runs')

@@ -932,6 +932,13 @@ describe.each(TEST_DATABASES)('CRM automations on %s', (kind) => {
 
     it('lets an API key set up a distribute action only with distribution beside settings', async () => {
       const account = await accountWithLeads(t, { modules: ['crm', 'distribution'] });
+      // A distribute action needs a distribution of its entity (422 no_distribution without).
+      await t.request({
+        method: 'PUT',
+        url: '/api/v1/settings/distributions/lead',
+        key: account.apiKey,
+        body: {},
+      });
       const keyWith = (permissions: string[]) => keyOf(account, permissions);
       const settingsOnly = await keyWith(['settings', 'records:read']);
       const distributing = await keyWith(['settings', 'distribution']);

@@ -14,10 +14,15 @@ export const runAutomationJob = defineJob(
       automationId: Type.String({ pattern: UUID }),
       /** The stage the move entered (`{{stage}}`), as named then. */
       stage: Type.String({ maxLength: 200 }),
+      /** That stage's id and its pipeline's name then; absent in jobs written before they were added. */
+      stageId: Type.Optional(Type.String({ pattern: UUID })),
+      pipeline: Type.Optional(Type.String({ maxLength: 200 })),
       /** When the move entered that stage (its `crm.entered_at`); absent in jobs written before it was added. */
       enteredAt: Type.Optional(Type.String({ maxLength: 40 })),
-      /** Moves automations made before this one, from the request's move. */
+      /** Moves automations made before this one, from the request's move (the chain's depth). */
       chain: Type.Integer({ minimum: 0 }),
+      /** The chain whose automation moves count toward the limit (decisions §7): minted by the request's move. */
+      origin: Type.Optional(Type.String({ pattern: UUID })),
     },
     { additionalProperties: false },
   ),

@@ -18,6 +18,10 @@ export interface AutomationRow {
   entity: string;
   created_at: Date;
   updated_at: Date;
+  /** A webhook action's destination as the engine keeps it (null without one). */
+  destination_enabled: boolean | null;
+  destination_disabled_reason: string | null;
+  destination_failing_since: Date | null;
 }
 
 export interface AutomationInput {
@@ -52,6 +56,9 @@ function selectAutomations(tx: Executor, accountId: string) {
     .innerJoin('entities as e', (join) =>
       join.onRef('e.account_id', '=', 'p.account_id').onRef('e.id', '=', 'p.entity_id'),
     )
+    .leftJoin('webhook_destinations as d', (join) =>
+      join.onRef('d.account_id', '=', 'a.account_id').onRef('d.id', '=', 'a.destination_id'),
+    )
     .select([
       'a.id',
       'a.name',
@@ -66,6 +73,9 @@ function selectAutomations(tx: Executor, accountId: string) {
       'e.key as entity',
       'a.created_at',
       'a.updated_at',
+      'd.enabled as destination_enabled',
+      'd.disabled_reason as destination_disabled_reason',
+      'd.failing_since as destination_failing_since',
     ])
     .where('a.account_id', '=', accountId);
 }
@@ -155,6 +165,39 @@ export function createAutomationsRepo(db: Executor) {
         VALUES (${accountId}, ${run.id}, ${run.automationId}, ${run.recordId})
         ON CONFLICT DO NOTHING RETURNING id ${PREPARED}`.execute(tx);
       return result.rows.length > 0;
+    },
+
+    /**
+     * Counts one more automation move of the chain `origin` (decisions §7) in the move's
+     * transaction, unless the chain made `max` already: false then, and nothing is counted. The
+     * first move of a chain writes its row with `first` (1, or more for a job queued before chains
+     * were counted, which carried its depth alone). Concurrent moves of one chain wait here on
+     * the row, so that each is counted once and none passes the limit.
+     */
+    async countChainMove(
+      accountId: string,
+      origin: string,
+      first: number,
+      max: number,
+      tx: Executor,
+    ): Promise<boolean> {
+      if (first > max) return false;
+      const result = await sql<{ moves: number }>`
+        INSERT INTO automation_chains AS c (account_id, id, moves) VALUES (${accountId}, ${origin}, ${first})
+        ON CONFLICT (account_id, id) DO UPDATE SET moves = c.moves + 1 WHERE c.moves < ${max}
+        RETURNING moves ${PREPARED}`.execute(tx);
+      return result.rows.length > 0;
+    },
+
+    /** Whether the entity has a distribution set up, enabled or not (a `distribute` action needs one). */
+    async hasDistribution(accountId: string, entityId: string, tx: Executor = db): Promise<boolean> {
+      const row = await tx
+        .selectFrom('distributions')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .executeTakeFirst();
+      return row !== undefined;
     },
 
     /** The modules the account has booked now (an action of a module removed since does not run). */

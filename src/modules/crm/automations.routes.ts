@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { accountIdOf, credentialOf } from '../../http/auth.ts';
-import { IdParams, MessageAttemptList, PageQuery, s2Errors } from '../../http/schemas.ts';
+import { IdParams, MessageAttemptList, NoQuery, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   Automation,
   AutomationList,
@@ -41,6 +41,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         operationId: 'createAutomation',
         summary: 'Add an automation to a stage; a webhook action answers its signing secret once',
         body: CreateAutomationBody,
+        querystring: NoQuery,
         response: { 201: AutomationWithSecret, 422: AutomationRefused, ...s2Errors },
       },
     },
@@ -81,6 +82,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         operationId: 'getAutomation',
         summary: 'One automation',
         params: IdParams,
+        querystring: NoQuery,
         response: { 200: Automation, ...s2Errors },
       },
     },
@@ -97,6 +99,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         summary: 'Change an automation; what is not named stays',
         params: IdParams,
         body: UpdateAutomationBody,
+        querystring: NoQuery,
         response: { 200: AutomationWithSecret, 422: AutomationRefused, ...s2Errors },
       },
     },
@@ -136,6 +139,7 @@ export const automationsRoutes: FastifyPluginAsyncTypebox<{ automations: Automat
         operationId: 'deleteAutomation',
         summary: 'Delete an automation (runs already queued find it gone and do nothing)',
         params: IdParams,
+        querystring: NoQuery,
         response: { 204: Type.Null(), ...s2Errors },
       },
     },

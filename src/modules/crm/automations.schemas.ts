@@ -14,7 +14,7 @@ export const AutomationAction = Type.Object(
     type: Type.String({
       enum: [...ACTION_TYPES],
       description:
-        'distribute needs the distribution module on the account, else 422 module_not_enabled; email and webhook send record data, so an API key needs records:read beside settings to create or change such an automation, else 403 forbidden',
+        'distribute needs the distribution module on the account, else 422 module_not_enabled, and (unless saved disabled) a distribution of the entity, else 422 no_distribution; email and webhook send record data, so an API key needs records:read beside settings to create or change such an automation, else 403 forbidden',
     }),
     url: Type.Optional(
       Type.String({ minLength: 1, maxLength: 2000, description: 'webhook: where to POST, signed' }),
@@ -23,7 +23,8 @@ export const AutomationAction = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 320,
-        description: 'email: an address, or `{{field}}` naming a field',
+        description:
+          'email: an address, or exactly one `{{field}}` (blanks around it allowed, nothing else) naming a field with the email format or role',
       }),
     ),
     subject: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'email: a template' })),
@@ -32,7 +33,7 @@ export const AutomationAction = Type.Object(
         minLength: 1,
         maxLength: 20_000,
         description:
-          'email and note: a template; an email body with markup is sent as HTML, its values escaped; `{{record_token}}` only in an email with record_token_fields (a note mints none: 422)',
+          'email and note: a template (a `{{…}}` that is not exactly one variable answers 422 invalid_format); an email body with markup is sent as HTML, its values escaped; `{{record_token}}` only in an email with record_token_fields (a note mints none: 422)',
       }),
     ),
     record_token_fields: Type.Optional(
@@ -97,6 +98,24 @@ export const Automation = Type.Object({
   stage: Type.String(),
   action: Type.Record(Type.String(), Type.Unknown()),
   enabled: Type.Boolean(),
+  destination: Type.Optional(
+    Type.Object(
+      {
+        enabled: Type.Boolean(),
+        disabled_reason: Type.Union([
+          Type.String({
+            description: '`gone` (the receiver answered 410) or `failing` (every message failed too long)',
+          }),
+          Type.Null(),
+        ]),
+        failing_since: Type.Union([Timestamp, Type.Null()]),
+      },
+      {
+        description:
+          'webhook actions only: their destination as an account webhook shows it. Disabled by the engine, every run fails (`destination_disabled`) until any PATCH of the automation enables it again',
+      },
+    ),
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

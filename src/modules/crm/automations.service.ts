@@ -4,10 +4,12 @@ import { AppError, moduleNotEnabledInSetting, type ValidationDetail } from '../.
 import { iso } from '../../http/schemas.ts';
 import type { JobEnqueuer } from '../../jobs/queue.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
+import { codePointLength, longerThan } from '../../lib/text.ts';
 import type { MessageOutcome, OutboundService } from '../../outbound/outbound.service.ts';
 import type { DistributionService } from '../distribution/distribution.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
+import { isNoteText } from '../notes/note-text.ts';
 import type { NotesService } from '../notes/notes.service.ts';
 import { recordEventData } from '../records/record-webhooks.ts';
 import type { RecordsReadRepo, RecordsRepo } from '../records/records.repo.ts';
@@ -18,13 +20,25 @@ import type { AutomationInput, AutomationRow, AutomationsRepo } from './automati
 import type { ActionType } from './automations.schemas.ts';
 import type { CrmService, MoveContext, StageMove } from './crm.service.ts';
 import { resolveStage } from './crm.stages.ts';
-import { looksLikeHtml, render, templateProblems, textOf, variablesOf } from './templates.ts';
+import {
+  looksLikeHtml,
+  render,
+  soleVariable,
+  templateProblems,
+  textOf,
+  textOfHtml,
+  variablesOf,
+} from './templates.ts';
 
 /** The outbound engine's purpose of automation webhooks, and the hook that learns their outcome. */
 export const AUTOMATION_WEBHOOK = 'automation';
 const OUTCOME_HOOK = 'crm.automation';
 /** Moves that automations may make, one after another, from one request's move (decisions §7). */
 export const MAX_CHAINED_MOVES = 10;
+/** A note action's rendered text: at most what POST /api/v1/notes takes (code points). */
+const MAX_NOTE_LENGTH = 10_000;
+/** An email action's rendered subject: a header line's 998 characters (RFC 5322) less `Subject: `. */
+const MAX_SUBJECT_LENGTH = 989;
 const MAX_AUTOMATIONS = 500;
 const EMAIL = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
 
@@ -78,6 +92,17 @@ function present(row: AutomationRow) {
     stage: row.stage,
     action: action as unknown as Record<string, unknown>,
     enabled: row.enabled,
+    // A webhook action's destination as an account webhook shows it: the engine disables it after
+    // a 410 or failing for LEADS_WEBHOOK_DISABLE_AFTER_S, and its runs then fail destination_disabled.
+    ...(row.destination_enabled !== null
+      ? {
+          destination: {
+            enabled: row.destination_enabled,
+            disabled_reason: row.destination_disabled_reason,
+            failing_since: row.destination_failing_since ? iso(row.destination_failing_since) : null,
+          },
+        }
+      : {}),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -164,17 +189,16 @@ function checkAction(
   if (type === 'email') {
     const to = action.to?.trim();
     if (to !== undefined) {
-      const variables = variablesOf(to);
-      if (variables.length > 0) {
-        const field = variables.length === 1 ? entity.fields.find((f) => f.key === variables[0]) : undefined;
+      // An address, or exactly one {{field}} (blanks around it allowed): text around a variable
+      // (`x{{email}}`, `{{email}}.evil.com`) would send to an address nobody configured.
+      const variable = soleVariable(to);
+      if (variable !== null) {
+        const field = entity.fields.find((f) => f.key === variable);
         if (!field) {
           problems.push({
             key: 'action.to',
             reason: 'unknown_field',
-            message:
-              variables.length === 1
-                ? `{{${variables[0]}}} names no field of ${entity.key}`
-                : '`to` names one field as {{field}}',
+            message: `{{${variable}}} names no field of ${entity.key}`,
           });
         } else if (field.format !== 'email' && field.role !== 'email') {
           // Decisions §7: `{{field}}` names an email field; another is refused now, not at run time.
@@ -184,11 +208,11 @@ function checkAction(
             message: `${field.key} holds no email address: name a field with the email format or role`,
           });
         }
-      } else if (!EMAIL.test(to)) {
+      } else if (!EMAIL.test(to) || to.includes('{{') || to.includes('}}')) {
         problems.push({
           key: 'action.to',
           reason: 'invalid_format',
-          message: 'an email address or {{field}}',
+          message: 'an email address, or exactly one {{field}} with nothing around it',
         });
       }
     }
@@ -228,6 +252,18 @@ function checkAction(
       });
   }
   return stored;
+}
+
+/** Whether an action names the stored `move_stage` target (by its name or id, its pipeline by name or not at all). */
+function keepsTarget(action: ActionInput, stored: StoredAction): boolean {
+  return (
+    action.type === 'move_stage' &&
+    stored.type === 'move_stage' &&
+    stored.stage_id !== undefined &&
+    action.stage !== undefined &&
+    (action.stage === stored.stage || action.stage.toLowerCase() === stored.stage_id) &&
+    (action.pipeline === undefined || action.pipeline === stored.pipeline)
+  );
 }
 
 /** The reason of an entity change refused because an enabled automation needs what it changes. */
@@ -299,6 +335,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     settings: AutomationSettings,
     modules: string[],
     stored?: { stageId: string; stage: string; pipeline: string },
+    storedAction?: StoredAction,
   ) {
     const problems: ValidationDetail[] = [];
     const entity = await entities.find(accountId, settings.entity);
@@ -318,7 +355,39 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         });
       } else problems.push(placement);
     }
-    const action = checkAction(entity, settings.action, modules, problems);
+    const actionProblems: ValidationDetail[] = [];
+    const action = checkAction(entity, settings.action, modules, actionProblems);
+    const target = (problem: ValidationDetail) =>
+      problem.key === 'action.stage' || problem.key === 'action.pipeline';
+    if (
+      settings.enabled === false &&
+      storedAction &&
+      actionProblems.some(target) &&
+      keepsTarget(settings.action, storedAction)
+    ) {
+      // A move's target removed from the entity since: kept while the automation stays disabled,
+      // as its own stage is (enabling it checks the target again).
+      problems.push(...actionProblems.filter((problem) => !target(problem)));
+      Object.assign(action, {
+        pipeline: storedAction.pipeline,
+        stage: storedAction.stage,
+        stage_id: storedAction.stage_id,
+      });
+    } else problems.push(...actionProblems);
+    if (
+      action.type === 'distribute' &&
+      settings.enabled !== false &&
+      modules.includes('distribution') &&
+      !(await repo.hasDistribution(accountId, entity.id))
+    ) {
+      // Decisions §7: found now, not by every run failing no_distribution. A distribution switched
+      // off later is a pause, not a configuration mistake: its runs fail no_distribution.
+      problems.push({
+        key: 'action.type',
+        reason: 'no_distribution',
+        message: `${entity.key} has no distribution: set one up first (PUT /api/v1/settings/distributions/${entity.key}), or save this automation disabled`,
+      });
+    }
     if (problems.length > 0 || stageId === null) {
       // A missing module alone is named by its code (decisions §7); with other problems, all of
       // them are a validation failure.
@@ -422,14 +491,19 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
     const ids = await repo.enabledForStage(ctx.accountId, move.stageId, tx);
     if (ids.length === 0) return;
     if (!jobs) throw new Error('automations need the job queue');
+    // The chain these runs belong to: a request's move starts one, an automation's move carries its own.
+    const origin = ctx.origin ?? randomUUID();
     for (const automationId of ids) {
       await jobs.enqueue(tx, runAutomationJob, {
         accountId: ctx.accountId,
         recordId: move.id,
         automationId,
         stage: move.crm.stage,
+        stageId: move.stageId,
+        pipeline: move.crm.pipeline,
         enteredAt: move.crm.entered_at,
         chain: ctx.chain,
+        origin,
       });
     }
   }
@@ -483,6 +557,11 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
    * Runs one automation for one move (the job's handler). Every effect is written together with
    * the run's mark (its job id) in one transaction, so that a retry of a job whose effect
    * committed (the worker died before the queue learnt it) does nothing a second time.
+   *
+   * Only `move_stage` asks whether the record is still in the stay that queued the run (it changes
+   * where the record is now, and would undo a later move); a note, email, webhook or distribution
+   * reports or acts on the entry into the stage, which happened, and runs whatever the record did
+   * since (docs/decisions.md, CRM module).
    */
   async function run(
     /** The job's id, the same for each retry of one run. */
@@ -492,8 +571,11 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       recordId: string;
       automationId: string;
       stage: string;
+      stageId?: string;
+      pipeline?: string;
       enteredAt?: string;
       chain: number;
+      origin?: string;
     },
   ) {
     const { accountId, recordId } = payload;
@@ -521,13 +603,20 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         await effect(tx);
         return true;
       });
-    const failed = async (reason: string) =>
-      (await once((tx) => result(tx, accountId, recordId, automation, { ok: false, reason })))
+    const failed = async (reason: string, data?: Record<string, unknown>) =>
+      (await once((tx) => result(tx, accountId, recordId, automation, { ok: false, reason, data })))
         ? { failed: reason }
         : alreadyRan;
 
     switch (row.action as ActionType) {
       case 'note': {
+        const body = render(action.body ?? '', values());
+        // A blank note adds nothing (as on POST /api/v1/notes), and one over that endpoint's bound
+        // is not stored, nor cut: the run fails naming why.
+        if (!isNoteText(body)) return failed('blank_note');
+        if (longerThan(body, MAX_NOTE_LENGTH)) {
+          return failed('note_too_long', { length: codePointLength(body), max_length: MAX_NOTE_LENGTH });
+        }
         // The note's own idempotency key keeps a retry from adding it twice; its result goes with the mark.
         await deps.notes.add(
           {
@@ -536,17 +625,18 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             requestId: `automation:${row.id}`,
             actor: `automation:${row.name}`,
           },
-          {
-            record: recordId,
-            body: render(action.body ?? '', values()),
-            idempotencyKey: `automation:${jobId}`,
-          },
+          { record: recordId, body, idempotencyKey: `automation:${jobId}` },
         );
         const ran = await once((tx) => result(tx, accountId, recordId, automation, { ok: true }));
         return ran ? { ran: 'note' } : alreadyRan;
       }
       case 'move_stage': {
-        if (payload.chain >= MAX_CHAINED_MOVES) return failed('loop_limit');
+        // The chain's moves are counted in the database (decisions §7: 10 moves caused by one
+        // request), whatever its depth and however many of its runs go at once. A job queued
+        // before chains were counted carries its depth alone: it starts a chain of its own there.
+        const origin = payload.origin ?? jobId;
+        const first = payload.origin ? 1 : payload.chain + 1;
+        let answer: Record<string, string> = { ran: 'move_stage' };
         const ran = await once(async (tx) => {
           const move = await crm.moveWithin(
             tx,
@@ -555,6 +645,14 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
               actor: `automation:${row.name}`,
               requestId: `automation:${row.id}`,
               chain: payload.chain + 1,
+              origin,
+              // Only from the stay that queued the run: a record moved on since (by a person, or
+              // out and back in) is not moved again by a run of an older stay.
+              stay: { stageId: payload.stageId, enteredAt: payload.enteredAt },
+              admit: async (moveTx) =>
+                (await repo.countChainMove(accountId, origin, first, MAX_CHAINED_MOVES, moveTx))
+                  ? null
+                  : 'loop_limit',
             },
             recordId,
             {
@@ -565,12 +663,29 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
               pipelineFromStage: true,
             },
           );
+          if (move.refused) {
+            answer = { failed: move.refused };
+            await result(tx, accountId, recordId, automation, {
+              ok: false,
+              reason: move.refused,
+              data:
+                move.refused === 'left_stage'
+                  ? {
+                      stage: payload.stage,
+                      ...(payload.enteredAt ? { entered_at: payload.enteredAt } : {}),
+                      current_stage: move.crm.stage,
+                    }
+                  : undefined,
+            });
+            return;
+          }
+          // A move to the stage the record is in moves nothing and runs no automation.
           await result(tx, accountId, recordId, automation, {
             ok: true,
-            data: { stage: move.crm.stage, previous: move.previous },
+            data: { stage: move.crm.stage, previous: move.previous, moved: move.moved },
           });
         });
-        return ran ? { ran: 'move_stage' } : alreadyRan;
+        return ran ? answer : alreadyRan;
       }
       case 'webhook': {
         if (!row.destination_id) throw new Error('webhook automation without destination');
@@ -581,7 +696,9 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             data: {
               ...recordEventData(record.entity_key, record),
               crm: {
-                pipeline: record.pipeline_name,
+                // The move's pipeline and stage (a job queued before the pipeline was carried: the
+                // automation's, the stage's pipeline), never the record's now.
+                pipeline: payload.pipeline ?? row.pipeline,
                 stage: payload.stage,
                 ...(payload.enteredAt ? { entered_at: payload.enteredAt } : {}),
               },
@@ -611,17 +728,24 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
             ).token
           : '';
         const body = action.body ?? '';
-        const html = looksLikeHtml(body);
+        const html = looksLikeHtml(body) ? render(body, values(token), true) : undefined;
+        // The text part keeps the HTML's links (`go [https://…]`) and paragraphs (blank lines).
+        const text = html !== undefined ? await textOfHtml(html) : render(body, values(token));
+        const subject = render(action.subject ?? '', values(token)).replace(/[\r\n]+/g, ' ');
+        if (!isNoteText(subject) && !isNoteText(text)) return failed('empty_email');
+        // nodemailer folds a long subject at its blanks only: one over a header line's bound
+        // (RFC 5322, 998) less `Subject: ` could be a line no server takes.
+        if (longerThan(subject, MAX_SUBJECT_LENGTH)) {
+          return failed('subject_too_long', {
+            length: codePointLength(subject),
+            max_length: MAX_SUBJECT_LENGTH,
+          });
+        }
         const ran = await once((tx) =>
           outbound.enqueueEmail(
             tx,
             accountId,
-            {
-              to: [to],
-              subject: render(action.subject ?? '', values(token)).replace(/[\r\n]+/g, ' '),
-              text: html ? render(body.replace(/<[^>]*>/g, ''), values(token)) : render(body, values(token)),
-              ...(html ? { html: render(body, values(token), true) } : {}),
-            },
+            { to: [to], subject, text, ...(html !== undefined ? { html } : {}) },
             { type: 'automation.email', notify: OUTCOME_HOOK, ref, originId: row.id },
           ),
         );
@@ -731,6 +855,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
         settings,
         modules,
         movedStage ? undefined : { stageId: row.stage_id, stage: row.stage, pipeline: row.pipeline },
+        settings.entity === row.entity ? (row.config as unknown as StoredAction) : undefined,
       );
       const rotate = changes.rotate_secret === true;
       // A new secret is for a webhook that keeps its destination; a new webhook gets one anyway.

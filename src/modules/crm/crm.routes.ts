@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
-import { IdParams, s1Errors, s2Errors } from '../../http/schemas.ts';
+import { IdParams, NoQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { S1StatusBody, S1StatusResponse, StageMoveBody, StageMoveResponse } from './crm.schemas.ts';
 import type { CrmService, MoveContext } from './crm.service.ts';
@@ -37,6 +37,7 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; c
         tags: ['CRM'],
         operationId: 'listPipelines',
         summary: 'Pipelines and their stages, per entity',
+        querystring: NoQuery,
         response: { 200: PipelineList, ...s2Errors },
       },
     },
@@ -61,6 +62,7 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; c
           "Move a record to a stage: its stay, history, webhooks and the target stage's automations follow; the same stage is a no-op",
         params: IdParams,
         body: StageMoveBody,
+        querystring: NoQuery,
         response: { 200: StageMoveResponse, ...s2Errors },
       },
     },
@@ -74,6 +76,7 @@ export const crmRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesService; c
     '/api/leads/:id/status',
     {
       config: { auth: move },
+      // No querystring schema: like every S1 route it takes any query parameter (S1 clients send what they send).
       schema: {
         tags: ['S1'],
         operationId: 'updateLeadStatusS1',

@@ -15,6 +15,22 @@ export interface MoveContext {
   requestId: string;
   /** Moves made so far by the request this move comes from (automation chains; 0 for a request). */
   chain: number;
+  /**
+   * The chain of automation moves this move belongs to (decisions §7): minted by a request's move
+   * for the jobs it queues, carried by every automation move that follows from it.
+   */
+  origin?: string;
+  /**
+   * An automation's move applies only while the record is in the stay that queued it (its stage
+   * and `entered_at`, as the move into it answered them): else it moves nothing and answers
+   * `refused: "left_stage"`. Absent fields are not compared (jobs queued before they existed).
+   */
+  stay?: { stageId?: string; enteredAt?: string };
+  /**
+   * Asked in the move's transaction, under the record's lock, once the move will move the record
+   * and before it does: a reason refuses the move (nothing moves, `refused` names it).
+   */
+  admit?: (tx: Executor) => Promise<string | null>;
 }
 
 export interface StageMove {
@@ -25,6 +41,8 @@ export interface StageMove {
   previous: string | null;
   moved: boolean;
   stageId: string;
+  /** Why a move with `stay` or `admit` moved nothing: `left_stage`, or the reason `admit` gave. */
+  refused?: string;
 }
 
 export interface CrmServiceDeps {
@@ -57,6 +75,27 @@ export function createCrmService({ db, entities, repo, outbound, afterMove }: Cr
     if (!row) throw new AppError('not_found', { message: 'Record not found' });
     const entity = await entities.find(ctx.accountId, row.entity_id, tx);
     if (!entity) throw new AppError('not_found', { message: 'Record not found' });
+    const here = () => ({
+      id: row.id,
+      entityKey: entity.key,
+      crm: {
+        pipeline: row.pipeline_name ?? '',
+        stage: row.stage_name ?? '',
+        entered_at: iso(row.stage_entered_at ?? row.created_at),
+      },
+      previous: row.stage_name,
+      moved: false,
+      stageId: row.stage_id ?? '',
+    });
+    const stay = ctx.stay;
+    if (
+      stay &&
+      ((stay.stageId !== undefined && row.stage_id !== stay.stageId) ||
+        (stay.enteredAt !== undefined &&
+          (row.stage_entered_at === null || iso(row.stage_entered_at) !== stay.enteredAt)))
+    ) {
+      return { ...here(), refused: 'left_stage' };
+    }
     let named = target;
     if (target.pipelineFromStage && !target.pipeline && entity.pipelines.length > 1) {
       const pipeline = pipelineOfStage(entity, target.stage, row.pipeline_name);
@@ -85,6 +124,8 @@ export function createCrmService({ db, entities, repo, outbound, afterMove }: Cr
         stageId: placement.stage.id,
       };
     }
+    const refused = await ctx.admit?.(tx);
+    if (refused) return { ...here(), refused };
     const previous =
       row.pipeline_name !== null && row.stage_name !== null
         ? { pipeline: row.pipeline_name, stage: row.stage_name }
