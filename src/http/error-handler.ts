@@ -104,7 +104,50 @@ function collapseAlternatives(errors: AjvError[]): AjvError[] {
     const fitting = branches.filter((error) => !typeFailed.has(branchOf(error)));
     if (fitting.length > 0 && new Set(fitting.map(branchOf)).size === 1) return [fitting[0]!];
   }
-  return [last];
+  return [furthestTextFailure(branches) ?? last];
+}
+
+/** How far a text got through a branch: its length, then its pattern, then its format (Ajv's order). */
+const TEXT_STEPS: Readonly<Record<string, number>> = { maxLength: 1, minLength: 1, pattern: 2, format: 3 };
+
+/**
+ * Text that every branch took as text but none as its form (`from=garbage` where a date or a
+ * date-time is taken): the failure of the branch that got furthest (a format over a length), and
+ * where several got as far, one detail naming each format they wanted (`must be a date
+ * (YYYY-MM-DD) or a date-time with an offset (…)`) or the widest length bound. Undefined when
+ * the branches failed otherwise. Before, such a value answered `not_allowed` with Ajv's `must
+ * match a schema in anyOf`, which names neither what was wrong nor what is taken.
+ */
+function furthestTextFailure(branches: AjvError[]): AjvError | undefined {
+  if (branches.length === 0 || !branches.every((error) => TEXT_STEPS[error.keyword ?? ''] !== undefined)) {
+    return undefined;
+  }
+  const step = Math.max(...branches.map((error) => TEXT_STEPS[error.keyword!]!));
+  const furthest = branches.filter((error) => TEXT_STEPS[error.keyword!] === step);
+  const first = furthest[0]!;
+  if (first.keyword === 'format') {
+    const formats = [...new Set(furthest.map((error) => String(error.params?.format)))];
+    return { ...first, params: { format: formats.join(' or ') }, message: formatMessage(formats) };
+  }
+  // Outside every branch's length: the most lenient bound of one kind is the one to meet.
+  const limit = (error: AjvError) => Number(error.params?.limit);
+  if (furthest.every((error) => error.keyword === 'maxLength')) {
+    return furthest.reduce((a, b) => (limit(b) > limit(a) ? b : a));
+  }
+  if (furthest.every((error) => error.keyword === 'minLength')) {
+    return furthest.reduce((a, b) => (limit(b) < limit(a) ? b : a));
+  }
+  return first;
+}
+
+/** What a format asks for, in words, where Ajv's `must match format "date-time"` says too little. */
+const FORMAT_WORDS: Readonly<Record<string, string>> = {
+  date: 'a date (YYYY-MM-DD)',
+  'date-time': 'a date-time with an offset (2027-01-04T08:00:00Z or +01:00)',
+};
+
+function formatMessage(formats: readonly string[]): string {
+  return `must be ${formats.map((format) => FORMAT_WORDS[format] ?? `in format "${format}"`).join(' or ')}`;
 }
 
 /** Details of schema failures, from Ajv's errors or TypeBox's (which name `requiredProperties`). */
@@ -125,13 +168,16 @@ export function detailsFromValidation(errors: AjvError[]): ValidationDetail[] {
     // A name of blanks only (the shared `Name`'s pattern) names nothing: reason `required`, as
     // the services that trim names said of it already (partners, rules, return reasons).
     const blank = error.keyword === 'pattern' && error.params?.pattern === NAME_PATTERN;
+    const format = error.keyword === 'format' ? String(error.params?.format) : undefined;
     const message = blank
       ? 'must hold a character other than blanks'
-      : unlisted !== undefined
-        ? 'is not a key of this object'
-        : named === undefined
-          ? error.message
-          : `the name ${error.message ?? 'is not allowed'}`;
+      : format !== undefined && FORMAT_WORDS[format] !== undefined
+        ? formatMessage([format])
+        : unlisted !== undefined
+          ? 'is not a key of this object'
+          : named === undefined
+            ? error.message
+            : `the name ${error.message ?? 'is not allowed'}`;
     let reason = 'invalid_value';
     if (error.keyword === 'required' || blank) reason = 'required';
     else if (error.keyword === 'type') reason = 'invalid_type';

@@ -525,6 +525,43 @@ describe.each(TEST_DATABASES)('booking settings, public JSON and appointments on
         });
         expect(response.statusCode, query).toBe(422);
       }
+      // A reversed range is invalid_range on both lists (the appointments answered 200 empty);
+      // an empty one (from = to) is an empty page.
+      const reversed = [
+        `/api/v1/booking/slots?token=${link.token}&from=2027-03-24&to=2027-03-23`,
+        '/api/v1/booking/appointments?from=2027-01-01&to=2026-01-01',
+        '/api/v1/booking/appointments?from=2027-01-01T00:00:00%2B01:00&to=2026-12-31T22:59:59Z',
+      ];
+      for (const url of reversed) {
+        const response = await t.request({ method: 'GET', url, key: account.apiKey });
+        expect(response.statusCode, url).toBe(422);
+        expect(response.json().details, url).toEqual([
+          { key: 'to', reason: 'invalid_range', message: expect.any(String) },
+        ]);
+      }
+      const empty = await t.request({
+        method: 'GET',
+        url: '/api/v1/booking/appointments?from=2027-01-01&to=2027-01-01',
+        key: account.apiKey,
+      });
+      expect(empty.statusCode).toBe(200);
+      expect(empty.json().appointments).toEqual([]);
+      // An unreadable bound says what the filter takes (was not_allowed, "must match a schema in anyOf").
+      for (const [query, taken] of [
+        ['from=garbage', 'a date (YYYY-MM-DD) or a date-time with an offset'],
+        ['to=2027-13-01', 'a date (YYYY-MM-DD) or a date-time with an offset'],
+        ['from=2027-01-04T08:00:00', 'a date-time with an offset'],
+      ]) {
+        const response = await t.request({
+          method: 'GET',
+          url: `/api/v1/booking/appointments?${query}`,
+          key: account.apiKey,
+        });
+        expect(response.statusCode, query).toBe(422);
+        expect(response.json().details, query).toEqual([
+          { key: query!.split('=')[0], reason: 'invalid_format', message: expect.stringContaining(taken!) },
+        ]);
+      }
       const wide = await t.request({
         method: 'GET',
         url: `/api/v1/booking/slots?token=${link.token}&from=2027-03-22&to=2027-06-01`,

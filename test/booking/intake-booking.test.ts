@@ -399,6 +399,80 @@ describe.each(TEST_DATABASES)('intake books and makes booking links on %s', (kin
       expect(appointment.json().ends_at).toBe('2027-03-22T09:30:00.000Z');
     });
 
+    it('warns of a blank title and uses the calendar’s name, on S2 and S1; null stays 422', async () => {
+      const { account } = await bookingAccount(t);
+      const blank = { key: 'booking.title', reason: 'blank', message: expect.any(String) };
+      for (const [index, title] of ['', '   ', '\u200B\t'].entries()) {
+        const response = await intake(account.apiKey, {
+          entity: 'lead',
+          fields: { email: `blank${index}@example.com` },
+          booking: { title, ...(index === 0 ? { starts_at: FREE_SLOT } : {}) },
+        });
+        expect(response.statusCode, JSON.stringify(title)).toBe(201);
+        expect(response.json().warnings, JSON.stringify(title)).toEqual([blank]);
+        if (index === 0) {
+          const appointment = await t.request({
+            method: 'GET',
+            url: `/api/v1/booking/appointments/${response.json().booking.appointment_id}`,
+            key: account.apiKey,
+          });
+          expect(appointment.json().title).toBe('Consultation');
+        } else {
+          const page = await t.app.inject({ method: 'GET', url: `/book/${response.json().booking.token}` });
+          expect(page.body).toContain('<h1>Consultation</h1>');
+        }
+      }
+      // Blanks around a title are trimmed, without a warning.
+      const padded = await intake(account.apiKey, {
+        entity: 'lead',
+        fields: { email: 'padded@example.com' },
+        booking: { title: '  Intro call ', starts_at: '2027-03-22T10:30:00+01:00' },
+      });
+      expect(padded.json().warnings).toEqual([]);
+      const appointment = await t.request({
+        method: 'GET',
+        url: `/api/v1/booking/appointments/${padded.json().booking.appointment_id}`,
+        key: account.apiKey,
+      });
+      expect(appointment.json().title).toBe('Intro call');
+      // S1: the object's blank title and a flat key of blanks warn; a form's empty field is not given.
+      const s1 = await intake(
+        account.apiKey,
+        { entity: 'lead', email: 'blank-s1@example.com', booking: { title: ' ' } },
+        '/api/intake',
+      );
+      expect(s1.statusCode).toBe(200);
+      expect(s1.json().warnings).toEqual([blank]);
+      const form = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'entity=lead&email=blank-form%40example.com&booking%3Atitle=%20%20',
+      });
+      expect(form.statusCode).toBe(200);
+      expect(form.json().warnings).toEqual([blank]);
+      const empty = await t.request({
+        method: 'POST',
+        url: '/api/intake',
+        key: account.apiKey,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'entity=lead&email=empty-form%40example.com&booking=true&booking%3Atitle=',
+      });
+      expect(empty.statusCode).toBe(200);
+      expect(empty.json().warnings).toEqual([]);
+      // null is no text: a wrongly typed key, 422 as before.
+      const nullTitle = await intake(account.apiKey, {
+        entity: 'lead',
+        fields: { email: 'null@example.com' },
+        booking: { title: null },
+      });
+      expect(nullTitle.statusCode).toBe(422);
+      expect(nullTitle.json().details).toEqual([
+        expect.objectContaining({ key: 'booking.title', reason: 'invalid_type' }),
+      ]);
+    });
+
     it('warns of a key the booking node does not take and still books, on S2 and S1', async () => {
       const { account } = await bookingAccount(t);
       const s2 = await intake(account.apiKey, {

@@ -79,6 +79,59 @@ describe('slot maths', () => {
       ]);
     });
 
+    it('closes a window whose end the clock skips at the jump (Europe/Berlin, 2027-03-28)', () => {
+      // 01:00–02:30: 02:30 does not exist that night; the window ends where the clock jumps,
+      // 02:00 CET = 03:00 CEST, so 01:00 and 01:30 CET and nothing at 03:00 CEST or later.
+      const rules = berlin({ exceptions: [{ date: '2027-03-28', hours: [['01:00', '02:30']] }] });
+      const now = at('2027-01-01T00:00:00Z');
+      const night = gridSlots(rules, at('2027-03-27T12:00:00Z'), at('2027-03-28T12:00:00Z'), now);
+      expect(starts(night)).toEqual(['2027-03-28T00:00:00.000Z', '2027-03-28T00:30:00.000Z']);
+      expect(isOffered(rules, at('2027-03-28T01:00:00Z'), now)).toBe(false); // 03:00 CEST
+    });
+
+    it('opens a window whose start the clock skips at the jump (America/New_York, 2027-03-14)', () => {
+      // 02:30–05:00: 02:30 does not exist; the window opens at the jump, 03:00 EDT (07:00Z),
+      // so its wall-clock hours 03:00–05:00 are all offered (not from 03:30 on).
+      const rules = berlin({
+        timeZone: 'America/New_York',
+        exceptions: [{ date: '2027-03-14', hours: [['02:30', '05:00']] }],
+      });
+      const now = at('2027-01-01T00:00:00Z');
+      const night = gridSlots(rules, at('2027-03-14T00:00:00Z'), at('2027-03-14T23:00:00Z'), now);
+      expect(starts(night)).toEqual([
+        '2027-03-14T07:00:00.000Z',
+        '2027-03-14T07:30:00.000Z',
+        '2027-03-14T08:00:00.000Z',
+        '2027-03-14T08:30:00.000Z',
+      ]);
+      // The same in Berlin: 02:30–04:00 opens at 03:00 CEST (01:00Z).
+      const berlinNight = berlin({ exceptions: [{ date: '2027-03-28', hours: [['02:30', '04:00']] }] });
+      expect(
+        starts(gridSlots(berlinNight, at('2027-03-27T12:00:00Z'), at('2027-03-28T12:00:00Z'), now)),
+      ).toEqual(['2027-03-28T01:00:00.000Z', '2027-03-28T01:30:00.000Z']);
+      // A window inside the gap holds nothing; a jump of half an hour (Australia/Lord_Howe,
+      // 02:00 → 02:30 on 2027-10-03) and one at midnight (America/Santiago, 00:00 → 01:00 on
+      // 2027-09-05) follow the same rule.
+      const inGap = berlin({ exceptions: [{ date: '2027-03-28', hours: [['02:00', '02:45']] }] });
+      expect(gridSlots(inGap, at('2027-03-27T12:00:00Z'), at('2027-03-28T12:00:00Z'), now)).toEqual([]);
+      const lordHowe = berlin({
+        timeZone: 'Australia/Lord_Howe',
+        exceptions: [{ date: '2027-10-03', hours: [['01:30', '02:15']] }],
+      });
+      // 01:30 (+10:30) = 15:00Z; 02:15 is skipped: the window ends at the jump, 15:30Z.
+      expect(
+        starts(gridSlots(lordHowe, at('2027-10-02T00:00:00Z'), at('2027-10-03T12:00:00Z'), now)),
+      ).toEqual(['2027-10-02T15:00:00.000Z']);
+      const santiago = berlin({
+        timeZone: 'America/Santiago',
+        exceptions: [{ date: '2027-09-05', hours: [['00:00', '02:00']] }],
+      });
+      // 00:00 is skipped: the window opens at 01:00 (−03) = 04:00Z and ends at 02:00 = 05:00Z.
+      expect(
+        starts(gridSlots(santiago, at('2027-09-05T00:00:00Z'), at('2027-09-05T12:00:00Z'), now)),
+      ).toEqual(['2027-09-05T04:00:00.000Z', '2027-09-05T04:30:00.000Z']);
+    });
+
     it('leaves the buffer after each slot, and a slot must end inside its window', () => {
       const rules = berlin({ bufferMinutes: 15, weekly: { mon: [['09:00', '11:00']] } });
       expect(starts(day(rules, '2026-03-23'))).toEqual([

@@ -169,7 +169,7 @@ export const AppointmentQuery = Type.Object(
     ),
     to: Type.Optional(
       QueryDateOrTimestamp(
-        'Appointments starting before; a date (YYYY-MM-DD) is its midnight UTC, as for slots',
+        'Appointments starting before; a date (YYYY-MM-DD) is its midnight UTC, as for slots; before from: 422 invalid_range',
       ),
     ),
     calendar_id: Type.Optional(Uuid),

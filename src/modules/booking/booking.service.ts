@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
-import { iso } from '../../http/schemas.ts';
+import { iso, NAME_PATTERN } from '../../http/schemas.ts';
 import { generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, encodeCursor, refuseUnstorableTimes, timeBound } from '../../lib/cursor.ts';
 import { zoneName } from '../../lib/time-zones.ts';
@@ -211,6 +211,25 @@ export function linkMinutes(
   calendar: Pick<CalendarRow, 'slot_minutes'>,
 ): number {
   return Math.min(link.duration_minutes ?? calendar.slot_minutes, calendar.slot_minutes);
+}
+
+/** A title with a character other than a blank, by the rule of names (HTTP conventions). */
+const TEXT = new RegExp(NAME_PATTERN, 'u');
+function hasText(value: string): boolean {
+  return TEXT.test(value);
+}
+
+/**
+ * An intake booking's title of blanks only (`""`, `"   "`): the appointment takes the calendar's
+ * name and the answer says so, as a blank note is a warning; never a 422, since the record is
+ * created in every case (docs/decisions.md, Booking: a blank title).
+ */
+function blankTitleWarning(): BookingWarning {
+  return {
+    key: 'booking.title',
+    reason: 'blank',
+    message: "the title holds no text: the calendar's name is the appointment's title",
+  };
 }
 
 function calendarNotFound(): AppError {
@@ -575,7 +594,11 @@ export function createBookingService({
         });
         durationMinutes = calendar.slot_minutes;
       }
-      const title = request.title?.trim() || calendar.name;
+      let title = calendar.name;
+      if (request.title !== undefined) {
+        if (hasText(request.title)) title = request.title.trim();
+        else warnings.push(blankTitleWarning());
+      }
       if (request.startsAt !== undefined) {
         const { readStartsAt } = await slotsModule();
         const startsAt = readStartsAt(request.startsAt);
@@ -704,6 +727,12 @@ export function createBookingService({
       // The schema's date-time takes a leap second (23:59:60), which Date cannot read, and years
       // the database cannot hold: those are refused here as the records list refuses them.
       refuseUnstorableTimes({ from, to });
+      // A reversed range is a mistake, as on the slot listing, not an empty page.
+      if (from && to && to < from) {
+        throw new AppError('validation_failed', {
+          details: [{ key: 'to', reason: 'invalid_range', message: 'to must not be before from' }],
+        });
+      }
       const rows = await repo.listAppointments(
         accountId,
         {

@@ -22,11 +22,35 @@ import {
  * every start reads, are in booking.rules.ts.
  */
 
-/** The instant of a wall-clock time on a date in a zone; "24:00" is the next day's midnight. */
+/**
+ * The instant of a wall-clock time on a date in a zone; "24:00" is the next day's midnight. A
+ * time the clock skips that night (02:30 when it jumps from 02:00 to 03:00) is the jump itself,
+ * the first instant whose clock shows that time or later: a window opening at 02:30 opens at
+ * 03:00 and one closing at 02:30 closes at 03:00 (= 02:00 before the jump), so that no slot
+ * falls outside the window's wall-clock hours (decisions §11). Luxon alone reads such a time
+ * with the offset before the jump, a whole gap later (03:30), which offered slots after a
+ * window's closing time and dropped as much of its start.
+ */
 function instantOf(date: DateTime, hourMinute: string): DateTime {
   if (hourMinute === '24:00') return date.plus({ days: 1 }).startOf('day');
   const minutes = minutesOf(hourMinute);
-  return date.set({ hour: Math.floor(minutes / 60), minute: minutes % 60, second: 0, millisecond: 0 });
+  const hour = Math.floor(minutes / 60);
+  const minute = minutes % 60;
+  const local = date.set({ hour, minute, second: 0, millisecond: 0 });
+  if (local.hour === hour && local.minute === minute) return local;
+  // In the gap: `local` is the asked time read with the offset before the jump, so the jump
+  // lies less than the gap's length (how far the clock moved on) before it.
+  const wallOf = (time: DateTime) => Date.UTC(time.year, time.month - 1, time.day, time.hour, time.minute);
+  const gap = wallOf(local) - Date.UTC(date.year, date.month - 1, date.day) - minutes * MINUTE_MS;
+  const after = local.offset;
+  let before = local.toMillis() - gap; // still the offset before the jump
+  let at = local.toMillis(); // the offset after it
+  while (at - before > 1) {
+    const middle = Math.floor((before + at) / 2);
+    if (local.zone.offset(middle) === after) at = middle;
+    else before = middle;
+  }
+  return DateTime.fromMillis(at, { zone: local.zone });
 }
 
 /** The opening hours of one local date: its exception when there is one, else its weekday's. */
