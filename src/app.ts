@@ -12,6 +12,7 @@ import Fastify, {
 import type { TrustProxy } from './config.ts';
 import { authPlugin } from './http/auth.ts';
 import { checkRequestInput, SINGLE_BODY_LIMIT } from './http/body-limits.ts';
+import { clientErrorHandler } from './http/client-error.ts';
 import { registerErrorHandling, sendError, toAppError } from './http/error-handler.ts';
 import { AppError } from './http/errors.ts';
 import { registerMultipart } from './http/multipart.ts';
@@ -22,6 +23,7 @@ import { requestIdFor } from './http/request-id.ts';
 import { S1Error, S2Error } from './http/schemas.ts';
 import { lazySerializerFactory } from './http/serialization.ts';
 import {
+  jsonBodyParser,
   refuseContentCoding,
   refuseUnlistedForm,
   settleBody,
@@ -42,7 +44,7 @@ import { documentsRoutes } from './modules/documents/documents.routes.ts';
 import { entitiesRoutes } from './modules/entities/entities.routes.ts';
 import { intakeRoutes } from './modules/intake/intake.routes.ts';
 import { notesRoutes } from './modules/notes/notes.routes.ts';
-import { sessionsRoutes } from './modules/people/sessions.routes.ts';
+import { answerRefusedSignInLink, sessionsRoutes } from './modules/people/sessions.routes.ts';
 import { recordsRoutes } from './modules/records/records.routes.ts';
 import { sourcesRoutes } from './modules/sources/sources.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
@@ -148,12 +150,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: 200 },
     // An address that is not percent-encoded UTF-8, or a path parameter over the length, names
-    // no resource: 404 with the body of its surface, like a malformed id.
+    // no resource: 404 with the body of its surface, like a malformed id; below /sign-in/, the
+    // page of a link that cannot be used.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
       const known = error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      if (known) {
+        const page = answerRefusedSignInLink(request, reply);
+        if (page) return page;
+      }
       return sendError(request, reply, known ? new AppError('not_found') : toAppError(error));
     },
+    // What Node's HTTP parser refuses answers with the service's error body and a request id.
+    clientErrorHandler,
     logController: new AccessLog(),
     ajv: { customOptions: { allErrors: false, removeAdditional: false } },
     schemaController: {
@@ -175,6 +184,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
   // Only JSON and forms are request encodings here; anything else is 415.
   app.removeContentTypeParser('text/plain');
+  // Fastify's JSON parser (poisoning keys kept as data, as above), but an empty body on a route
+  // that takes none is no body (validation.ts).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string' },
+    jsonBodyParser(app.getDefaultJsonParser('ignore', 'ignore')),
+  );
   await app.register(formbody, { bodyLimit: SINGLE_BODY_LIMIT });
   registerMultipart(app);
   app.addHook('preParsing', async (request) => {

@@ -123,6 +123,47 @@ describe.each(TEST_DATABASES)('roles and sessions as credentials on %s', (kind) 
       expect(remove.json().error).toBe('last_owner');
     });
 
+    it('refuses a user beyond 500 per account, also when several are added at once', async () => {
+      const fresh = await t.createAccount();
+      await addUser(t, fresh, { email: 'first@cap.test' });
+      // 495 more written directly: the bound is what is tested, not 495 calls.
+      await t.db
+        .insertInto('users')
+        .values(
+          Array.from({ length: 495 }, (_, i) => ({
+            id: randomUUID(),
+            account_id: fresh.id,
+            email: `u${i}@cap.test`,
+            name: `User ${i}`,
+            role: 'member' as const,
+          })),
+        )
+        .execute();
+      const add = (i: number) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/settings/users',
+          key: fresh.apiKey,
+          body: { email: `late${i}@cap.test`, name: `Late ${i}` },
+        });
+      const answers = await Promise.all([0, 1, 2, 3, 4, 5, 6].map(add));
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([201, 201, 201, 201, 422, 422, 422]);
+      expect(answers.find((r) => r.statusCode === 422)!.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'email', reason: 'too_many', message: 'at most 500 users per account' }],
+      });
+      const users = await t.db.selectFrom('users').select('id').where('account_id', '=', fresh.id).execute();
+      expect(users).toHaveLength(500);
+      // A removal makes room again.
+      const removed = await t.request({
+        method: 'DELETE',
+        url: `/api/v1/settings/users/${answers.find((r) => r.statusCode === 201)!.json().id}`,
+        key: fresh.apiKey,
+      });
+      expect(removed.statusCode).toBe(204);
+      expect((await add(9)).statusCode).toBe(201);
+    });
+
     it('lets only one of two owners demoted at once go', async () => {
       const fresh = await t.createAccount();
       const a = await addUser(t, fresh, { email: 'a@owners.test' });

@@ -237,6 +237,70 @@ describe.each(TEST_DATABASES)('sessions on %s', (kind) => {
       expect(empty.statusCode).toBe(422);
     });
 
+    it('refuses a sign-in that names both ways in, and names what a half-given one lacks', async () => {
+      const account = await t.createAccount();
+      const userId = await addUser(t, account, { email: 'both@people.test' });
+      await setPassword(t, account.id, userId);
+      const token = await t.services.sessions.issueLink(account.id, userId, 60_000);
+      const signInWith = (body: object) =>
+        t.request({ method: 'POST', url: '/api/v1/session', body, remoteAddress: '10.0.0.7' });
+      const both = await signInWith({ email: 'both@people.test', password: PASSWORD, token });
+      expect(both.statusCode).toBe(422);
+      expect(both.json().details).toEqual([
+        { key: 'email', reason: 'not_allowed', message: 'give email and password, or token: not both' },
+        { key: 'password', reason: 'not_allowed', message: 'give email and password, or token: not both' },
+      ]);
+      expect(both.headers['set-cookie']).toBeUndefined();
+      // A wrong password beside a good token, which was answered 200 by the token alone.
+      const wrongPassword = await signInWith({ email: 'both@people.test', password: 'not it at all', token });
+      expect(wrongPassword.statusCode).toBe(422);
+      const withAccount = await signInWith({ token, account_id: account.id });
+      expect(withAccount.statusCode).toBe(422);
+      expect(withAccount.json().details).toEqual([
+        { key: 'account_id', reason: 'not_allowed', message: 'a sign-in link’s token names its account' },
+      ]);
+      const noPassword = await signInWith({ email: 'both@people.test' });
+      expect(noPassword.statusCode).toBe(422);
+      expect(noPassword.json().details).toMatchObject([{ key: 'password', reason: 'required' }]);
+      const noEmail = await signInWith({ password: PASSWORD });
+      expect(noEmail.json().details).toMatchObject([{ key: 'email', reason: 'required' }]);
+      // None of them used the token up, nor counted as a failed sign-in.
+      expect((await signInWith({ token })).statusCode).toBe(200);
+      expect((await signInWith({ email: 'both@people.test', password: PASSWORD })).statusCode).toBe(200);
+    });
+
+    it('shows the page of an unusable link for any address below /sign-in/, however long or odd', async () => {
+      for (const path of [
+        `sl_${'x'.repeat(120)}`,
+        `sl_${'x'.repeat(300)}`,
+        'x'.repeat(2000),
+        'sl_abc/more',
+        'sl_abc%00',
+        'sl_abc%E0',
+        'sl_%zz',
+      ]) {
+        const page = await t.app.inject({
+          method: 'GET',
+          url: `/sign-in/${path}`,
+          headers: { accept: 'text/html', 'accept-language': 'de' },
+          remoteAddress: '10.0.0.8',
+        });
+        expect([path.slice(0, 20), page.statusCode, page.headers['content-type']]).toEqual([
+          path.slice(0, 20),
+          410,
+          'text/html; charset=utf-8',
+        ]);
+        expect(page.body).toContain('Anmeldelink');
+        expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+        const head = await t.app.inject({
+          method: 'HEAD',
+          url: `/sign-in/${path}`,
+          remoteAddress: '10.0.0.8',
+        });
+        expect([path.slice(0, 20), head.statusCode, head.body]).toEqual([path.slice(0, 20), 200, '']);
+      }
+    });
+
     it('asks for the current password to change one that is set', async () => {
       const account = await t.createAccount();
       const session = await personWithRole(t, account, 'owner', 'current@people.test');

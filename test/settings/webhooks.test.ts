@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -96,6 +97,90 @@ describe.each(TEST_DATABASES)('settings: webhooks on %s', (kind) => {
       expect((await call('PATCH', `/api/v1/settings/webhooks/${id}`, { events: ['nope'] })).statusCode).toBe(
         422,
       );
+    });
+
+    it('refuses `*` beside named events and a name given twice, on POST and PATCH alike', async () => {
+      const id = (await create()).json().id;
+      for (const [events, reason] of [
+        [['*', 'note.added'], 'not_allowed'],
+        [['note.added', '*'], 'not_allowed'],
+        [['note.added', 'note.added'], 'duplicate'],
+        [['*', '*'], 'duplicate'],
+      ] as const) {
+        const created = await create({ events });
+        expect([events, created.statusCode, created.json().details]).toEqual([
+          events,
+          422,
+          [expect.objectContaining({ key: 'events', reason })],
+        ]);
+        const patched = await call('PATCH', `/api/v1/settings/webhooks/${id}`, { events });
+        expect([events, patched.statusCode, patched.json().details]).toEqual([
+          events,
+          422,
+          [expect.objectContaining({ key: 'events', reason })],
+        ]);
+      }
+      expect((await call('GET', `/api/v1/settings/webhooks/${id}`)).json().events).toEqual([
+        'record.created',
+      ]);
+      expect((await create({ events: ['*'] })).json().events).toEqual(['*']);
+    });
+
+    it('refuses a URL not written as one: blanks around it, one slash, a backslash; nothing is trimmed', async () => {
+      const id = (await create()).json().id;
+      for (const url of [
+        '  http://127.0.0.1:4743/h  ',
+        'http://127.0.0.1:4743/h ',
+        '\thttps://hooks.example.com/x',
+        'http:/127.0.0.1:4743/h',
+        'http:127.0.0.1:4743/h',
+        'http:///127.0.0.1:4743/h',
+        'http:\\\\127.0.0.1:4743\\h',
+        'https://hooks.example.com/a b',
+        'https://hooks.example.com/a\nb',
+      ]) {
+        const created = await create({ url });
+        expect([url, created.statusCode, created.json().details]).toEqual([
+          url,
+          422,
+          [expect.objectContaining({ key: 'url', reason: 'invalid_format' })],
+        ]);
+        const patched = await call('PATCH', `/api/v1/settings/webhooks/${id}`, { url });
+        expect([url, patched.statusCode]).toEqual([url, 422]);
+      }
+      expect((await call('GET', `/api/v1/settings/webhooks/${id}`)).json().url).toBe(
+        'https://hooks.example.com/leads',
+      );
+      // Written as URLs are: taken as sent.
+      for (const url of [
+        'HTTPS://Hooks.Example.com:8443/in?x=1#f',
+        'http://[::1]:4743/h',
+        'https://bücher.example/in',
+      ]) {
+        const created = await create({ url });
+        expect([url, created.statusCode, created.json().url]).toEqual([url, 201, url]);
+      }
+    });
+
+    it('refuses a webhook beyond 50 per account, also when several are created at once', async () => {
+      const own = await t.createAccount();
+      const add = (i: number) =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/settings/webhooks',
+          key: own.apiKey,
+          body: { url: `https://hooks.example.com/${i}`, events: ['*'] },
+        });
+      for (let i = 0; i < 46; i++) expect((await add(i)).statusCode).toBe(201);
+      const answers = await Promise.all([46, 47, 48, 49, 50, 51, 52, 53].map(add));
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([201, 201, 201, 201, 422, 422, 422, 422]);
+      const refused = answers.find((r) => r.statusCode === 422)!;
+      expect(refused.json().details).toEqual([
+        { key: 'url', reason: 'too_many', message: 'at most 50 webhooks per account' },
+      ]);
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_destinations WHERE account_id = ${own.id}`.execute(t.db);
+      expect(rows[0]!.n).toBe(50);
     });
 
     it('answers 404 for unknown ids on every route', async () => {

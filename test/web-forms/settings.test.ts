@@ -104,6 +104,12 @@ describe.each(TEST_DATABASES)('website forms: source settings on %s', (kind) => 
         'javascript:alert(1)',
         '/relative',
         'https://user:pw@a.example/',
+        // Written other than a URL is: the parser would mend these, and the address stored and
+        // shown would not be the one the browser is sent to.
+        '  https://a.example/ok  ',
+        'https:/a.example/ok',
+        'https:\\\\a.example\\ok',
+        'https://a.example/o k',
       ]) {
         const answer = await create({ success_url });
         expect({ success_url, status: answer.statusCode }).toEqual({ success_url, status: 422 });

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { Type } from 'typebox';
 import { type Credential, checkCsrf, ROLES, SESSION_COOKIE, sessionCookieOf } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, type ValidationDetail, validationFailed } from '../../http/errors.ts';
 import { s2Errors, Uuid } from '../../http/schemas.ts';
 import type { AuthService } from '../auth/auth.service.ts';
 import { SESSION_ABSOLUTE_MS } from '../auth/auth.service.ts';
@@ -40,6 +40,35 @@ const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
 };
 
+/**
+ * A sign-in names one way in: email and password (with `account_id` if it likes), or a link's
+ * token, which names its account. A body with both is refused rather than read one way
+ * (docs/decisions.md, People and sessions), and one with neither names what is missing.
+ */
+function checkCredentials(body: { email?: string; password?: string; token?: string; account_id?: string }) {
+  const problems: ValidationDetail[] = [];
+  if (body.token !== undefined) {
+    for (const key of ['email', 'password', 'account_id'] as const) {
+      if (body[key] !== undefined) {
+        const message =
+          key === 'account_id'
+            ? 'a sign-in link’s token names its account'
+            : 'give email and password, or token: not both';
+        problems.push({ key, reason: 'not_allowed', message });
+      }
+    }
+  } else if (body.email === undefined && body.password === undefined) {
+    problems.push({ key: 'email', reason: 'required', message: 'give email and password, or token' });
+  } else {
+    for (const key of ['email', 'password'] as const) {
+      if (body[key] === undefined) {
+        problems.push({ key, reason: 'required', message: 'give email and password, or token' });
+      }
+    }
+  }
+  if (problems.length > 0) throw validationFailed(problems);
+}
+
 function languageOf(request: FastifyRequest): Language {
   return (new Negotiator(request.raw).languages(LANGUAGES)[0] as Language | undefined) ?? 'en';
 }
@@ -75,13 +104,26 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         operationId: 'signIn',
         summary: 'Sign in with email and password, or with a sign-in link’s token',
-        description: `${SET_COOKIE_NOTE} Unknown email and wrong password answer the same 401 invalid_credentials. More than 10 failed attempts for one email or from one address within 15 minutes answer 429 with Retry-After. An email that is a user of several accounts signs in to the oldest whose password matches, or to \`account_id\` when given.`,
+        description: `${SET_COOKIE_NOTE} Either \`email\` and \`password\` (and \`account_id\` if wanted) or \`token\`: a body with both answers 422 validation_failed, reason \`not_allowed\`. Unknown email and wrong password answer the same 401 invalid_credentials. More than 10 failed attempts for one email or from one address within 15 minutes answer 429 with Retry-After. An email that is a user of several accounts signs in to the oldest whose password matches, or to \`account_id\` when given.`,
         body: Type.Object(
           {
-            email: Type.Optional(Email),
-            password: Type.Optional(Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH })),
-            token: Type.Optional(Token),
-            account_id: Type.Optional(Uuid),
+            email: Type.Optional({ ...Email, description: 'With `password`; not with `token`' }),
+            password: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: PASSWORD_MAX_LENGTH,
+                description: 'With `email`; not with `token`',
+              }),
+            ),
+            token: Type.Optional({
+              ...Token,
+              description:
+                'A sign-in link’s token (sl_…), alone: not with `email`, `password` or `account_id`',
+            }),
+            account_id: Type.Optional({
+              ...Uuid,
+              description: 'With `email` and `password`: the account to sign in to; not with `token`',
+            }),
           },
           { additionalProperties: false },
         ),
@@ -90,19 +132,14 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const body = request.body;
-      let started: StartedSession;
-      if (body.token !== undefined) {
-        started = await sessions.signInWithToken(body.token, request.ip);
-      } else if (body.email !== undefined && body.password !== undefined) {
-        started = await sessions.signInWithPassword(
-          { email: body.email, password: body.password, accountId: body.account_id },
-          request.ip,
-        );
-      } else {
-        throw new AppError('validation_failed', {
-          details: [{ key: 'email', reason: 'required', message: 'give email and password, or token' }],
-        });
-      }
+      checkCredentials(body);
+      const started =
+        body.token !== undefined
+          ? await sessions.signInWithToken(body.token, request.ip)
+          : await sessions.signInWithPassword(
+              { email: body.email!, password: body.password!, accountId: body.account_id },
+              request.ip,
+            );
       return setSession(reply, started).send(started.view);
     },
   );
@@ -204,31 +241,67 @@ export const sessionsRoutes: FastifyPluginAsyncTypebox<{
 
   // A HEAD (a link checker, a mail scanner) must not use the link up, nor read as a broken link:
   // it answers as the page would be there, without looking at the token.
-  app.head<{ Params: { token: string } }>(
-    '/sign-in/:token',
-    { schema: { hide: true } },
-    async (_request, reply) => reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(),
-  );
-
-  app.get<{ Params: { token: string } }>(
-    '/sign-in/:token',
-    { schema: { hide: true }, exposeHeadRoute: false },
-    async (request, reply) => {
-      try {
-        const started = await sessions.signInWithToken(request.params.token, request.ip);
-        return setSession(reply, started).code(303).header('location', '/').send();
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        const language = languageOf(request);
-        if (error.headers) reply.headers(error.headers);
-        const status = error.code === 'invalid_credentials' ? 410 : error.status;
-        return reply
-          .code(status)
-          .headers(PAGE_HEADERS)
-          .header('content-language', language)
-          .type('text/html; charset=utf-8')
-          .send(unusableLinkPage(language));
-      }
+  const headOfLink = {
+    schema: { hide: true },
+    // The edge's refusals too (text the database cannot store in the address).
+    errorHandler: (error: Error, _request: FastifyRequest, reply: FastifyReply) => {
+      if (!(error instanceof AppError) || error.status >= 500) throw error;
+      return headOfLinkPage(reply);
     },
+  };
+  const answerHead = async (_request: FastifyRequest, reply: FastifyReply) => headOfLinkPage(reply);
+  app.head('/sign-in/:token', headOfLink, answerHead);
+
+  // Opening a link signs in; one that cannot (unknown, used, expired, or not a token at all:
+  // any text after `/sign-in/`) shows the page, as does one whose address the edge refused
+  // (text the database cannot store).
+  const openingLink = {
+    schema: { hide: true },
+    exposeHeadRoute: false,
+    errorHandler: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
+      if (!(error instanceof AppError) || error.status >= 500) throw error;
+      if (error.headers) reply.headers(error.headers);
+      return unusableLink(request, reply, error.code === 'rate_limited' ? 429 : 410);
+    },
+  };
+  const openLink = async (request: FastifyRequest, reply: FastifyReply, token: string) => {
+    const started = await sessions.signInWithToken(token, request.ip);
+    return setSession(reply, started).code(303).header('location', '/').send();
+  };
+  app.get<{ Params: { token: string } }>('/sign-in/:token', openingLink, async (request, reply) =>
+    openLink(request, reply, request.params.token),
+  );
+  // A token over the router's 200 characters of a path parameter, or a path of several
+  // segments, reaches no route above: it is a link that cannot be used all the same.
+  app.head('/sign-in/*', headOfLink, answerHead);
+  app.get<{ Params: { '*': string } }>('/sign-in/*', openingLink, async (request, reply) =>
+    openLink(request, reply, request.params['*']),
   );
 };
+
+/** What a HEAD of a sign-in link answers: the page's headers, no body. */
+function headOfLinkPage(reply: FastifyReply) {
+  return reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send();
+}
+
+/** The page of a sign-in link that cannot be used, in the browser's language. */
+function unusableLink(request: FastifyRequest, reply: FastifyReply, status: number) {
+  const language = languageOf(request);
+  return reply
+    .code(status)
+    .headers(PAGE_HEADERS)
+    .header('content-language', language)
+    .type('text/html; charset=utf-8')
+    .send(unusableLinkPage(language));
+}
+
+/**
+ * An address below `/sign-in/` that the router refused before any route (not percent-encoded
+ * UTF-8): a link that cannot be used, answered as one (the server's `frameworkErrors`); null
+ * for any other address.
+ */
+export function answerRefusedSignInLink(request: FastifyRequest, reply: FastifyReply): FastifyReply | null {
+  if (!request.url.startsWith('/sign-in/')) return null;
+  if (request.method === 'HEAD') return headOfLinkPage(reply);
+  return request.method === 'GET' ? unusableLink(request, reply, 410) : null;
+}

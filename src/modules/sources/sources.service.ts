@@ -5,6 +5,7 @@ import { iso } from '../../http/schemas.ts';
 import { displayPrefix, generateToken, hashSecret } from '../../lib/credentials.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import { matchingForm } from '../../lib/text.ts';
+import { writtenHttpUrl } from '../../lib/url.ts';
 import { S2_RESERVED_KEYS } from '../intake/intake.handover.ts';
 import type { SourceRow, SourcesRepo } from './sources.repo.ts';
 
@@ -27,15 +28,12 @@ type FormSettingsColumns = Partial<
 
 /** An absolute http(s) address a browser may be sent to, or a problem. */
 function checkAddress(key: string, value: string, problems: ValidationDetail[]): string {
-  let url: URL | null = null;
-  try {
-    url = new URL(value);
-  } catch {}
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+  const url = writtenHttpUrl(value);
+  if (!url || url.hostname === '') {
     problems.push({
       key,
       reason: 'invalid_format',
-      message: `${key} must be an absolute http or https address`,
+      message: `${key} must be an absolute http or https address, written without blanks or backslashes`,
     });
     return value;
   }

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { Role as RoleName } from '../../db/types.ts';
 import { accountIdOf, ROLES } from '../../http/auth.ts';
 import { IdParams, Name, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
-import type { UsersService } from './users.service.ts';
+import { MAX_USERS, type UsersService } from './users.service.ts';
 
 /** Users and roles are the owner's (decisions §14); an API key needs `settings` and `manages_users`. */
 const ownerOnly = {
@@ -37,6 +37,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
         tags,
         operationId: 'createUser',
         summary: 'Add a user (a person who signs in; an assignee or viewer of leads); the first is the owner',
+        description: `At most ${MAX_USERS} users per account: one more answers 422 validation_failed, reason \`too_many\`, keyed \`email\`.`,
         body: Type.Object(
           {
             email: Type.String({ format: 'email', maxLength: 254 }),

@@ -9,6 +9,13 @@ function present(row: { id: string; email: string; name: string; role: Role; cre
   return { id: row.id, email: row.email, name: row.name, role: row.role, created_at: iso(row.created_at) };
 }
 
+/**
+ * Users per account (docs/decisions.md, People and sessions): one page of the users list (its
+ * `limit` goes to 500), which the console's users screen reads whole; far more people than the
+ * teams Leadline serves, and a bound like every other list an account writes.
+ */
+export const MAX_USERS = 500;
+
 export interface UsersServiceDeps {
   db: Db;
   repo: UsersRepo;
@@ -29,8 +36,17 @@ export function createUsersService({ db, repo, revokeSessions }: UsersServiceDep
       tx?: Executor,
     ): Promise<ReturnType<typeof present>> {
       const run = async (tx: Executor) => {
+        // The account's row lock serialises creations: two at once cannot pass the bound together.
         await repo.lockAccount(accountId, tx);
-        const first = (await repo.countUsers(accountId, tx)) === 0;
+        const count = await repo.countUsers(accountId, tx);
+        if (count >= MAX_USERS) {
+          throw new AppError('validation_failed', {
+            details: [
+              { key: 'email', reason: 'too_many', message: `at most ${MAX_USERS} users per account` },
+            ],
+          });
+        }
+        const first = count === 0;
         const row = await repo.insert(
           accountId,
           {

@@ -8,13 +8,14 @@ export const MAX_WEBHOOKS = 50;
 const WebhookUrl = Type.String({
   minLength: 1,
   maxLength: 2000,
-  description: `An absolute http or https URL without credentials; at most ${MAX_WEBHOOKS} webhooks per account`,
+  description: `An absolute http or https URL without credentials, as written: \`http://\` or \`https://\` and the host, no blanks or backslashes (nothing is trimmed); at most ${MAX_WEBHOOKS} webhooks per account`,
 });
 /** Event names are checked by the service, so that an unknown one is named in the 422. */
 const EventNames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
   minItems: 1,
   maxItems: 20,
-  description: `Event names: ${WEBHOOK_EVENTS.join(', ')}, or \`*\` for every event`,
+  uniqueItems: true,
+  description: `Event names: ${WEBHOOK_EVENTS.join(', ')}; or \`*\` alone for every event. A name given twice, or \`*\` beside names, answers 422`,
 });
 const Description = Type.String({ maxLength: 500 });
 

@@ -1,7 +1,9 @@
+import { lockNamed } from '../../db/transaction.ts';
 import type { Db } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
+import { writtenHttpUrl } from '../../lib/url.ts';
 import { ACCOUNT_WEBHOOK, type OutboundService, WEBHOOK_EVENTS } from '../../outbound/outbound.service.ts';
 import { MAX_WEBHOOKS } from './webhooks.schemas.ts';
 
@@ -27,26 +29,36 @@ function present(row: DestinationRow) {
 
 /** http(s), absolute, no credentials; where it points is checked at each send (the address may change). */
 export function checkUrl(url: string, problems: ValidationDetail[]) {
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = writtenHttpUrl(url);
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    problems.push({ key: 'url', reason: 'invalid_format', message: 'an absolute http or https URL' });
+    problems.push({
+      key: 'url',
+      reason: 'invalid_format',
+      message: 'an absolute http or https URL, written without blanks or backslashes',
+    });
   } else if (parsed.username || parsed.password) {
     problems.push({ key: 'url', reason: 'invalid_format', message: 'credentials in the URL are not sent' });
   }
 }
 
+/**
+ * `*` is every event and stands alone; a name given twice is refused by the schema
+ * (`uniqueItems`, reason `duplicate`), so the list is stored as it was sent.
+ */
 function checkEvents(events: string[], problems: ValidationDetail[]): string[] {
   for (const event of events) {
     if (event !== '*' && !(WEBHOOK_EVENTS as readonly string[]).includes(event)) {
       problems.push({ key: 'events', reason: 'not_allowed', message: `unknown event ${event}` });
     }
   }
-  return events.includes('*') ? ['*'] : [...new Set(events)];
+  if (events.includes('*') && events.length > 1) {
+    problems.push({
+      key: 'events',
+      reason: 'not_allowed',
+      message: '`*` means every event: give it alone, or name the events',
+    });
+  }
+  return events;
 }
 
 function notFound(): AppError {
@@ -67,18 +79,23 @@ export function createWebhooksService({ db, outbound }: { db: Db; outbound: Outb
       checkUrl(input.url, problems);
       const events = checkEvents(input.events, problems);
       if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
-      const { count } = await outbound.repo.countDestinations(accountId, ACCOUNT_WEBHOOK);
-      if (Number(count) >= MAX_WEBHOOKS) {
-        throw new AppError('validation_failed', {
-          details: [
-            { key: 'url', reason: 'too_many', message: `at most ${MAX_WEBHOOKS} webhooks per account` },
-          ],
-        });
-      }
-      const { row, secret } = await outbound.createDestination(accountId, ACCOUNT_WEBHOOK, {
-        url: input.url,
-        events,
-        description: input.description ?? null,
+      // Counted under the account's webhook lock, so that creations at once cannot pass the bound together.
+      const { row, secret } = await db.transaction().execute(async (tx) => {
+        await lockNamed(tx, `webhooks:${accountId}`);
+        const { count } = await outbound.repo.countDestinations(accountId, ACCOUNT_WEBHOOK, tx);
+        if (Number(count) >= MAX_WEBHOOKS) {
+          throw new AppError('validation_failed', {
+            details: [
+              { key: 'url', reason: 'too_many', message: `at most ${MAX_WEBHOOKS} webhooks per account` },
+            ],
+          });
+        }
+        return outbound.createDestination(
+          accountId,
+          ACCOUNT_WEBHOOK,
+          { url: input.url, events, description: input.description ?? null },
+          tx,
+        );
       });
       return { ...present(row), secret };
     },
