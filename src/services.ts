@@ -197,7 +197,7 @@ export function createServices({
     jobs,
   });
   const partnersRepo = createPartnersRepo(db);
-  const partners = createPartnersService({ repo: partnersRepo });
+  const partners = createPartnersService({ db, repo: partnersRepo, deliveries: distribution });
   const distributionSetup = createSetupService({
     db,
     repo: createSetupRepo(db),

@@ -503,6 +503,8 @@ export interface DeliveryReturnsTable {
   reason_id: string | null;
   text: string | null;
   reported_by: string | null;
+  /** Made with redistribution on (migration 0030): the record stays open when it reached no one. */
+  redistribute: Generated<boolean>;
   created_at: CreatedAt;
 }
 

@@ -211,6 +211,106 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     expect(second.receiver.received).toHaveLength(0);
   });
 
+  it('leaves a record whose redistribution found nobody open to a later start, and says so in the history', async () => {
+    const s = await single({ redistributeOnReturn: true, returnDeadlineDays: 14 });
+    const other = await s.webhookPartner(s.distributionId, { name: 'Other', paused: true });
+    await w.t.db
+      .updateTable('distribution_rules')
+      .set({ participation_ids: [s.partner.participationId, other.participationId] })
+      .where('distribution_id', '=', s.distributionId)
+      .execute();
+    const history = async (recordId: string) =>
+      (
+        await w.t.request({
+          method: 'GET',
+          url: `/api/v1/records/${recordId}/history`,
+          key: s.account.apiKey,
+        })
+      ).json().events as { type: string; message: string; data: Record<string, unknown> }[];
+    const giveBack = (id: string) =>
+      w.t.request({
+        method: 'POST',
+        url: `/api/v1/distribution/deliveries/${id}/return`,
+        key: s.account.apiKey,
+      });
+
+    // The only other candidate is paused: the redistribution finds nobody.
+    const recordId = await s.record();
+    const answer = (await s.start(recordId)).json();
+    expect(answer).toMatchObject({ status: 'distributed', partner_names: 'Receiver' });
+    const deliveryId = (await s.delivery(answer.run_id)).id;
+    expect((await giveBack(deliveryId)).json()).toEqual({ returned: true, redistributed: false });
+    const returned = (await history(recordId)).find((e) => e.type === 'delivery_returned')!;
+    expect(returned.message).toBe(
+      'Returned by Receiver; not redistributed: no other partner could take it now',
+    );
+    expect(returned.data).toMatchObject({
+      delivery_id: deliveryId,
+      redistribution: { status: 'no_match', reason: 'no_active_participation', run_id: expect.any(String) },
+    });
+    // Still nobody; once the other partner is back the record goes to it, and then it is distributed.
+    expect((await s.start(recordId)).json()).toMatchObject({
+      status: 'no_match',
+      reason: 'no_active_participation',
+    });
+    await w.t.db
+      .updateTable('participations')
+      .set({ paused: false })
+      .where('id', '=', other.participationId)
+      .execute();
+    expect((await s.start(recordId)).json()).toMatchObject({ status: 'distributed', partner_names: 'Other' });
+    expect((await s.start(recordId)).json()).toMatchObject({
+      status: 'no_match',
+      reason: 'already_distributed',
+    });
+    expect(s.partner.receiver.received).toHaveLength(1);
+    await waitFor(() => other.receiver.received.length >= 1);
+
+    // A distribution switched off at the return: no run, the history says why, and the record
+    // may go out once the distribution is on again.
+    const later = await s.record();
+    const first = (await s.start(later)).json();
+    expect(first).toMatchObject({ status: 'distributed', partner_names: 'Receiver' });
+    await w.t.db
+      .updateTable('distributions')
+      .set({ enabled: false })
+      .where('id', '=', s.distributionId)
+      .execute();
+    expect((await giveBack((await s.delivery(first.run_id)).id)).json()).toEqual({
+      returned: true,
+      redistributed: false,
+    });
+    expect((await history(later)).find((e) => e.type === 'delivery_returned')).toMatchObject({
+      message: 'Returned by Receiver; not redistributed: the distribution is switched off',
+      data: { redistribution: { status: 'no_distribution', reason: 'no_distribution', run_id: null } },
+    });
+    await w.t.db
+      .updateTable('distributions')
+      .set({ enabled: true })
+      .where('id', '=', s.distributionId)
+      .execute();
+    expect((await s.start(later)).json()).toMatchObject({ status: 'distributed', partner_names: 'Other' });
+
+    // A redistribution that reached a partner adds its run to the return's event; the record is
+    // distributed again.
+    const third = await s.record();
+    const once = (await s.start(third)).json();
+    expect(once).toMatchObject({ partner_names: 'Receiver' });
+    expect((await giveBack((await s.delivery(once.run_id)).id)).json()).toEqual({
+      returned: true,
+      redistributed: true,
+    });
+    const events = await history(third);
+    expect(events.find((e) => e.type === 'delivery_returned')).toMatchObject({
+      message: 'Returned by Receiver',
+      data: { redistribution: { status: 'distributed', reason: null, run_id: expect.any(String) } },
+    });
+    expect((await s.start(third)).json()).toMatchObject({
+      status: 'no_match',
+      reason: 'already_distributed',
+    });
+  });
+
   it('starts a record whose deliveries all failed again, never to the partner that failed', async () => {
     const s = await single();
     const backup = await s.webhookPartner(s.distributionId, { name: 'Backup' });
@@ -467,5 +567,110 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
       ).json().deliveries,
     ).toEqual([]);
     expect((await test('00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+  });
+});
+
+describe.each(TEST_DATABASES)('retiring a partner with deliveries pending on %s', (kind) => {
+  let w: DistributionWorld;
+  beforeAll(async () => {
+    // A failed first attempt waits a minute for its retry: the delivery stays pending.
+    w = await startDistributionWorld(kind, { outbound: { retryScheduleMs: [60_000] } });
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('ends its pending deliveries failed (partner_retired) and sends no retry; others go on', async () => {
+    const world = await w.account();
+    const events = await world.subscribe(['delivery.failed']);
+    const distributionId = await world.factory.distribution('lead');
+    const leaving = await world.webhookPartner(distributionId, { name: 'Leaving' });
+    const staying = await world.webhookPartner(distributionId, { name: 'Staying' });
+    await world.factory.rule(distributionId, {
+      strategy: 'all',
+      maxPartners: 2,
+      participationIds: [leaving.participationId, staying.participationId],
+    });
+    const deliveries = async () =>
+      (
+        await w.t.request({
+          method: 'GET',
+          url: '/api/v1/distribution/deliveries',
+          key: world.account.apiKey,
+        })
+      ).json().deliveries as { id: string; partner: string; status: string; error: string | null }[];
+    const messageOf = async (deliveryId: string) =>
+      w.t.db
+        .selectFrom('outbound_messages')
+        .innerJoin('deliveries', (join) =>
+          join
+            .onRef('deliveries.account_id', '=', 'outbound_messages.account_id')
+            .onRef('deliveries.message_id', '=', 'outbound_messages.id'),
+        )
+        .select(['outbound_messages.status', 'outbound_messages.last_error'])
+        .where('deliveries.id', '=', deliveryId)
+        .executeTakeFirstOrThrow();
+
+    // Both receivers fail their first attempt: both deliveries wait for a retry.
+    leaving.receiver.answerNext({ status: 503 });
+    staying.receiver.answerNext({ status: 503 });
+    const recordId = await world.record();
+    const answer = (await world.start(recordId)).json();
+    expect(answer.partner.map((p: { status: string }) => p.status)).toEqual(['pending', 'pending']);
+
+    const retired = await w.t.request({
+      method: 'DELETE',
+      url: `/api/v1/distribution/partners/${leaving.partnerId}`,
+      key: world.account.apiKey,
+    });
+    expect(retired.json()).toEqual({ id: leaving.partnerId, retired: true });
+    const after = await deliveries();
+    const gone = after.find((d) => d.partner === 'Leaving')!;
+    const kept = after.find((d) => d.partner === 'Staying')!;
+    expect(gone).toMatchObject({ status: 'failed', error: 'partner_retired' });
+    expect(kept).toMatchObject({ status: 'pending' });
+    expect(await messageOf(gone.id)).toEqual({ status: 'failed', last_error: 'partner_retired' });
+    expect((await messageOf(kept.id)).status).toBe('pending');
+    await waitFor(() => events.received.length >= 1);
+    expect(events.received[0]!.json).toMatchObject({
+      type: 'delivery.failed',
+      data: { delivery: { id: gone.id, status: 'failed', error: 'partner_retired' } },
+    });
+
+    // The retry falls due: it goes to the partner still taking part, never to the retired one.
+    await w.t.db
+      .updateTable('outbound_messages')
+      .set({ next_attempt_at: new Date() })
+      .where('account_id', '=', world.account.id)
+      .execute();
+    await waitFor(() => staying.receiver.received.length >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(leaving.receiver.received).toHaveLength(1);
+    expect((await deliveries()).map((d) => `${d.partner} ${d.status}`).sort()).toEqual([
+      'Leaving failed',
+      'Staying delivered',
+    ]);
+
+    // PATCH retired:true does the same.
+    const other = await world.webhookPartner(distributionId, { name: 'Patched' });
+    await w.t.db
+      .updateTable('distribution_rules')
+      .set({ participation_ids: [other.participationId] })
+      .where('distribution_id', '=', distributionId)
+      .execute();
+    other.receiver.answerNext({ status: 503 });
+    const next = (await world.start(await world.record())).json();
+    expect(next.partner).toMatchObject([{ name: 'Patched', status: 'pending' }]);
+    const patched = await w.t.request({
+      method: 'PATCH',
+      url: `/api/v1/distribution/partners/${other.partnerId}`,
+      key: world.account.apiKey,
+      body: { retired: true },
+    });
+    expect(patched.statusCode).toBe(200);
+    expect((await deliveries()).find((d) => d.partner === 'Patched')).toMatchObject({
+      status: 'failed',
+      error: 'partner_retired',
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
+import { distributionFactory } from '../helpers/distribution-factory.ts';
 import { distributionAccount, expectRefusedCredentials, wrongCredentials } from './support.ts';
 
 const REASONS = '/api/v1/settings/return-reasons';
@@ -135,6 +136,28 @@ describe.each(TEST_DATABASES)('distribution: return reasons on %s', (kind) => {
         expect((await call('GET', `${path}?limit=501`, undefined, key)).statusCode).toBe(422);
         expect((await call('GET', `${path}?cursor=forged`, undefined, key)).statusCode).toBe(422);
       }
+    });
+  });
+
+  describe('concurrency', () => {
+    // The limit is counted under the account's lock: concurrent additions near it cannot pass it
+    // (PostgreSQL runs them at once; the embedded database has one connection).
+    it.runIf(kind === 'postgres')('keeps concurrent additions within the limit of 200', async () => {
+      const owner = await distributionAccount(t);
+      const factory = distributionFactory(t, owner);
+      for (let i = 0; i < 195; i++) await factory.returnReason(`Stored ${i}`);
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => call('POST', REASONS, { name: `Racing ${i}` }, owner.apiKey)),
+      );
+      const statuses = answers.map((answer) => answer.statusCode);
+      expect(statuses.filter((status) => status === 201)).toHaveLength(5);
+      expect(statuses.filter((status) => status === 422)).toHaveLength(15);
+      const stored = await t.db
+        .selectFrom('return_reasons')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('account_id', '=', owner.id)
+        .executeTakeFirstOrThrow();
+      expect(Number(stored.n)).toBe(200);
     });
   });
 

@@ -198,6 +198,123 @@ describe.each(TEST_DATABASES)('distribution triggers and security on %s', (kind)
     });
   });
 
+  describe('intake node through a source token (a public form)', () => {
+    async function withSource() {
+      const s = await setup();
+      const source = await w.t.request({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        key: s.account.apiKey,
+        body: { name: 'Public form' },
+      });
+      const post = (body: object, headers: Record<string, string> = {}) =>
+        w.t.request({ method: 'POST', url: `/api/v1/in/${source.json().token}`, headers, body });
+      const records = async () =>
+        (
+          await w.t.db
+            .selectFrom('records')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('account_id', '=', s.account.id)
+            .executeTakeFirstOrThrow()
+        ).n;
+      return { ...s, post, records };
+    }
+
+    it('refuses partner_ids with 422 not_allowed and writes nothing; an API key may still name them', async () => {
+      const s = await withSource();
+      const before = await s.records();
+      const chosen = await s.post({
+        entity: 'lead',
+        fields: { email: 'chooser@lead.test' },
+        distribution: { partner_ids: [s.one.partnerId] },
+      });
+      expect(chosen.statusCode).toBe(422);
+      expect(chosen.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'distribution.partner_ids', reason: 'not_allowed', message: expect.any(String) }],
+      });
+      expect(await s.records()).toBe(before);
+      expect(s.one.receiver.received).toHaveLength(0);
+      expect(s.two.receiver.received).toHaveLength(0);
+
+      const byKey = await w.t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: s.account.apiKey,
+        body: {
+          entity: 'lead',
+          fields: { email: 'chosen@lead.test' },
+          distribution: { partner_ids: [s.one.partnerId] },
+        },
+      });
+      expect(byKey.statusCode).toBe(201);
+      expect(byKey.json().distribution).toMatchObject({ partner_names: 'One', partner: [{ name: 'One' }] });
+    });
+
+    it('answers only the status and reason of the run, no partner, price or run, replays included', async () => {
+      const s = await withSource();
+      const sent = {
+        entity: 'lead',
+        fields: { email: 'anonymous@lead.test' },
+        distribution: {},
+        meta: { idempotency_key: 'form-once' },
+      };
+      const answer = await s.post(sent);
+      expect(answer.statusCode).toBe(201);
+      expect(answer.json().distribution).toEqual({ status: 'distributed', reason: null });
+      for (const secret of ['Two', '@partner.test', '555', 'Berlin', '800', 'run_id']) {
+        expect(answer.body).not.toContain(secret);
+      }
+      await waitFor(() => s.two.receiver.received.length >= 1);
+      const replay = await s.post(sent);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json()).toEqual(answer.json());
+
+      // No partner can take it: the form learns that much.
+      await w.t.db
+        .updateTable('participations')
+        .set({ paused: true })
+        .where('distribution_id', '=', s.distributionId)
+        .execute();
+      const none = await s.post({ entity: 'lead', fields: { email: 'nobody@lead.test' }, distribution: {} });
+      expect(none.statusCode).toBe(201);
+      expect(none.json().distribution).toEqual({ status: 'no_match', reason: 'no_active_participation' });
+    });
+  });
+
+  describe('intake node partner_ids', () => {
+    it('refuses an empty list with 422 and writes nothing', async () => {
+      const s = await setup();
+      for (const url of ['/api/v1/records', '/api/v1/records/bulk']) {
+        const entry = {
+          entity: 'lead',
+          fields: { email: 'empty@lead.test' },
+          distribution: { partner_ids: [] },
+        };
+        const response = await w.t.request({
+          method: 'POST',
+          url,
+          key: s.account.apiKey,
+          body: url.endsWith('bulk') ? { records: [entry] } : entry,
+        });
+        const refusal = url.endsWith('bulk') ? response.json().results[0] : response.json();
+        expect(url.endsWith('bulk') ? 200 : response.statusCode, url).toBe(url.endsWith('bulk') ? 200 : 422);
+        expect(refusal, url).toMatchObject({
+          error: 'validation_failed',
+          details: [{ key: 'distribution.partner_ids', reason: 'out_of_range' }],
+        });
+      }
+      const stored = await w.t.db
+        .selectFrom('records')
+        .select('id')
+        .where('account_id', '=', s.account.id)
+        .execute();
+      expect(stored).toHaveLength(0);
+      expect(s.one.receiver.received).toHaveLength(0);
+      expect(s.two.receiver.received).toHaveLength(0);
+    });
+  });
+
   describe('CRM distribute action', () => {
     it('is refused without the module and distributes through the entry point with it', async () => {
       const crmOnly = await w.account(['crm']);
@@ -357,9 +474,18 @@ describe.each(TEST_DATABASES)('distribution triggers and security on %s', (kind)
         method: 'POST',
         url: '/api/v1/records',
         key: s.account.apiKey,
-        body: { entity: 'lead', fields: { email: 'x@lead.test' }, distribution: { partners: [] } },
+        body: { entity: 'lead', fields: { email: 'x@lead.test' }, distribution: { partner_ids: 'all' } },
       });
       expect(node.statusCode).toBe(422);
+      // A key the node does not take is a warning (docs/decisions.md, Intake), not a refusal.
+      const unknownKey = await w.t.request({
+        method: 'POST',
+        url: '/api/v1/records',
+        key: s.account.apiKey,
+        body: { entity: 'lead', fields: { email: 'y@lead.test' }, distribution: { partners: [] } },
+      });
+      expect(unknownKey.statusCode).toBe(201);
+      expect(unknownKey.json().warnings).toContainEqual({ key: 'distribution.partners', reason: 'unmapped' });
     });
   });
 });

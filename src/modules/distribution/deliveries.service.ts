@@ -22,6 +22,14 @@ export interface DeliveriesServiceDeps {
   now?: () => Date;
 }
 
+/** Why a return's redistribution reached no partner, as the history's message says it. */
+const NOT_REDISTRIBUTED: Record<string, string> = {
+  no_rule_matched: 'no rule matched the record',
+  no_active_participation: 'no other partner could take it now',
+  caps_reached: 'the other partners are at their caps',
+  no_distribution: 'the distribution is switched off',
+};
+
 function refused(reason: ReturnRefusal): AppError {
   return new AppError('return_not_allowed', {
     message: {
@@ -107,6 +115,7 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
             reasonId: input.reason_id ?? null,
             text: input.text ?? null,
             reportedBy: input.reported_by ?? null,
+            redistribute: delivery.redistribute_on_return === true,
           },
           tx,
         );
@@ -143,7 +152,27 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
             if (error instanceof AppError && error.code === 'no_distribution') return null;
             throw error;
           });
-        return { returned: true, redistributed: run?.status === 'decided' };
+        const redistributed = run?.status === 'decided';
+        // The history says what the redistribution did; one that reached no partner leaves the
+        // record open to a later start (docs/decisions.md, Distribution runs).
+        const why = run ? run.reason : 'no_distribution';
+        await repo.noteRedistribution(
+          accountId,
+          delivery.record_id,
+          deliveryId,
+          {
+            message: redistributed ? '' : `; not redistributed: ${NOT_REDISTRIBUTED[why ?? ''] ?? why}`,
+            data: {
+              redistribution: {
+                status: redistributed ? 'distributed' : run ? run.status : 'no_distribution',
+                reason: redistributed ? null : why,
+                run_id: run?.runId ?? null,
+              },
+            },
+          },
+          tx,
+        );
+        return { returned: true, redistributed };
       });
       return result;
     },

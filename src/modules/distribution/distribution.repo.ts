@@ -109,14 +109,17 @@ export function createDistributionRepo(db: Executor) {
       return rows.map((row) => row.id);
     },
 
-    /** Every delivery the record had, failed ones included, with its partner and status. */
-    deliveriesOfRecord(accountId: string, recordId: string, tx: Executor) {
-      return tx
-        .selectFrom('deliveries')
-        .select(['partner_id', 'status'])
-        .where('account_id', '=', accountId)
-        .where('record_id', '=', recordId)
-        .execute();
+    /**
+     * Every delivery the record had, failed ones included, with its partner, its status and, when
+     * returned, whether the return was made with redistribution.
+     */
+    async deliveriesOfRecord(accountId: string, recordId: string, tx: Executor) {
+      const result = await sql<{ partner_id: string; status: string; redistributed_return: boolean }>`
+        SELECT d.partner_id, d.status, coalesce(r.redistribute, false) AS redistributed_return
+        FROM deliveries d
+        LEFT JOIN delivery_returns r ON r.account_id = d.account_id AND r.delivery_id = d.id
+        WHERE d.account_id = ${accountId}::uuid AND d.record_id = ${recordId}::uuid`.execute(tx);
+      return result.rows;
     },
 
     rules(accountId: string, distributionId: string, tx: Executor) {
@@ -154,7 +157,9 @@ export function createDistributionRepo(db: Executor) {
 
     /**
      * The rule's participations, locked in id order (every run locks in the same order, so two
-     * runs never wait on each other in a circle), with their partners and destinations.
+     * runs never wait on each other in a circle), with their partners and destinations. The
+     * partners are share-locked: a retirement waits for the run's commit (and then fails the
+     * deliveries it wrote), and a run that waited for a retirement sees the partner retired.
      */
     async lockParticipations(accountId: string, ids: string[], tx: Executor) {
       if (ids.length === 0) return [];
@@ -167,7 +172,7 @@ export function createDistributionRepo(db: Executor) {
         LEFT JOIN webhook_destinations wd ON wd.account_id = pa.account_id AND wd.id = pa.destination_id
         WHERE pa.account_id = ${accountId}::uuid AND pa.id = any(${ids}::uuid[])
         ORDER BY pa.id
-        FOR NO KEY UPDATE OF pa`.execute(tx);
+        FOR NO KEY UPDATE OF pa FOR SHARE OF pr`.execute(tx);
       return result.rows;
     },
 
@@ -359,7 +364,12 @@ export function createDistributionRepo(db: Executor) {
     async markReturned(
       accountId: string,
       id: string,
-      input: { reasonId: string | null; text: string | null; reportedBy: string | null },
+      input: {
+        reasonId: string | null;
+        text: string | null;
+        reportedBy: string | null;
+        redistribute: boolean;
+      },
       tx: Executor,
     ) {
       await tx
@@ -377,8 +387,55 @@ export function createDistributionRepo(db: Executor) {
           reason_id: input.reasonId,
           text: input.text,
           reported_by: input.reportedBy,
+          redistribute: input.redistribute,
         })
         .execute();
+    },
+
+    /**
+     * Adds a redistribution's outcome to the `delivery_returned` history event of the return
+     * written earlier in the same transaction (so that the history tells the return and what
+     * followed it in one entry, before the new run's `distributed`).
+     */
+    async noteRedistribution(
+      accountId: string,
+      recordId: string,
+      deliveryId: string,
+      note: { message: string; data: Record<string, unknown> },
+      tx: Executor,
+    ) {
+      await sql`UPDATE record_events SET message = message || ${note.message},
+          data = data || ${toJson(note.data)}::jsonb
+        WHERE account_id = ${accountId}::uuid AND record_id = ${recordId}::uuid
+          AND type = 'delivery_returned' AND data->>'delivery_id' = ${deliveryId}`.execute(tx);
+    },
+
+    /**
+     * Fails the partner's pending deliveries (its retirement), and answers them with the ids of
+     * their messages. Runs after the messages were stopped: the engine writes a message, then
+     * its delivery, and so does this, so neither waits on the other in a circle.
+     */
+    async failPendingOfPartner(accountId: string, partnerId: string, error: string, tx: Executor) {
+      return tx
+        .updateTable('deliveries')
+        .set({ status: 'failed', error })
+        .where('account_id', '=', accountId)
+        .where('partner_id', '=', partnerId)
+        .where('status', '=', 'pending')
+        .returning(['id'])
+        .execute();
+    },
+
+    /** The messages of the partner's pending deliveries. */
+    async pendingMessagesOfPartner(accountId: string, partnerId: string, tx: Executor) {
+      const rows = await tx
+        .selectFrom('deliveries')
+        .select('message_id')
+        .where('account_id', '=', accountId)
+        .where('partner_id', '=', partnerId)
+        .where('status', '=', 'pending')
+        .execute();
+      return rows.flatMap((row) => (row.message_id ? [row.message_id] : []));
     },
 
     findReturnReason(accountId: string, id: string, tx: Executor = db) {

@@ -52,6 +52,22 @@ export const StartDistributionResponse = Type.Object({
   run_id: Uuid,
 });
 
+/**
+ * The intake node's answer through a source token (`POST /api/v1/in/{token}`, a public form's
+ * door): whether the record went out, and why not; no partner, price or run (docs/decisions.md,
+ * Distribution runs).
+ */
+export const SourceTokenDistributionAnswer = Type.Object(
+  {
+    status: StartDistributionResponse.properties.status,
+    reason: StartDistributionResponse.properties.reason,
+  },
+  {
+    description:
+      'A source token is anonymous: its answer says whether the record went out, not to whom or for what price',
+  },
+);
+
 const RunDelivery = {
   id: Uuid,
   status: Type.String({ enum: [...DELIVERY_STATUSES] }),

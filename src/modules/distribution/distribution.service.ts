@@ -29,6 +29,8 @@ const DELIVERY_HOOK = 'distribution.delivery';
 /** How long a start waits for its deliveries' first attempts (decisions §8). */
 const FIRST_ATTEMPT_WAIT_MS = 10_000;
 const POLL_MS = 50;
+/** The error of a delivery that was pending when its partner was retired. */
+export const PARTNER_RETIRED = 'partner_retired';
 /** Why a participation was paused by the service: its receiver answered 410 Gone. */
 export const PAUSED_GONE = 'gone';
 
@@ -207,12 +209,18 @@ export function createDistributionService(deps: DistributionServiceDeps) {
     }
 
     // A record goes out once (decisions §8: "at most once unless returned with redistribution"):
-    // a delivery that is pending, delivered or returned makes it distributed, and only a return's
-    // redistribution runs again. A failed delivery reached no one, so a record whose deliveries
-    // all failed may run again; either way never to a partner that had a delivery of it, failed
-    // ones included ("never to the same partner").
+    // a delivery that is pending or delivered, or returned without redistribution, makes it
+    // distributed, and only a return's redistribution runs again. A failed delivery reached no
+    // one, and nor did a return with redistribution that found no partner (or whose new
+    // delivery failed), so such a record may run again; either way never to a partner that had
+    // a delivery of it, failed and returned ones included ("never to the same partner").
     const earlier = await repo.deliveriesOfRecord(accountId, recordId, tx);
-    const distributed = earlier.some((d) => d.status !== 'failed');
+    const distributed = earlier.some(
+      (d) =>
+        d.status === 'pending' ||
+        d.status === 'delivered' ||
+        (d.status === 'returned' && !d.redistributed_return),
+    );
     if (options.triggeredBy !== 'return' && distributed) return finish('no_match', 'already_distributed');
     const excluded = [
       ...new Set([...(options.excludePartnerIds ?? []), ...earlier.map((d) => d.partner_id)]),
@@ -428,6 +436,23 @@ export function createDistributionService(deps: DistributionServiceDeps) {
     distribute,
     awaitFirstAttempts,
     startAnswer,
+
+    /**
+     * A partner's retirement, in its transaction: its pending deliveries (first attempt due or a
+     * retry waiting) end `failed` with the error `partner_retired`, and their messages are not
+     * sent again; each gets its `delivery.failed` account event. A delivery whose attempt is in
+     * flight at that moment may still arrive; it is failed all the same.
+     */
+    async stopPartnerDeliveries(accountId: string, partnerId: string, tx: Executor) {
+      const messageIds = await repo.pendingMessagesOfPartner(accountId, partnerId, tx);
+      await outbound.repo.failPendingMessages(accountId, messageIds, PARTNER_RETIRED, tx);
+      const failed = await repo.failPendingOfPartner(accountId, partnerId, PARTNER_RETIRED, tx);
+      for (const { id } of failed) {
+        const row = await repo.findDelivery(accountId, id, tx);
+        if (row) await outbound.emitEvent(tx, accountId, 'delivery.failed', { delivery: deliveryView(row) });
+      }
+      return failed.length;
+    },
 
     /** POST /api/v1/distribution/distributions: a run, its commit, then the first attempts. */
     async start(accountId: string, recordId: string, actor: string) {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Executor } from '../../db/types.ts';
+import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import { EMAIL_ADDRESS, isUniqueViolation } from './checks.ts';
 import { resolveCountry } from './countries.ts';
+import type { DistributionService } from './distribution.service.ts';
 import type { PartnerColumns, PartnerRow, PartnersRepo } from './partners.repo.ts';
 import { PARTNER_KEY_SPELLINGS, type PartnerBody } from './partners.schemas.ts';
 
@@ -163,8 +164,28 @@ function columnsOf(input: PartnerBody): PartnerColumns {
   return columns;
 }
 
+export interface PartnersServiceDeps {
+  db: Db;
+  repo: PartnersRepo;
+  /** Ends a retired partner's pending deliveries in the retirement's transaction. */
+  deliveries: Pick<DistributionService, 'stopPartnerDeliveries'>;
+}
+
 /** Partners of the distribution module (interface: S2 distribution module; decisions §8). */
-export function createPartnersService({ repo }: { repo: PartnersRepo }) {
+export function createPartnersService({ db, repo, deliveries }: PartnersServiceDeps) {
+  /**
+   * Writes a partner's columns; setting `retired` also ends its pending deliveries (no retry
+   * goes out to a partner retired since), in one transaction. Answers whether it exists.
+   */
+  function write(accountId: string, id: string, columns: PartnerColumns): Promise<boolean> {
+    if (columns.retired !== true) return repo.update(accountId, id, columns);
+    return db.transaction().execute(async (tx) => {
+      if (!(await repo.update(accountId, id, columns, tx))) return false;
+      await deliveries.stopPartnerDeliveries(accountId, id, tx);
+      return true;
+    });
+  }
+
   async function load(accountId: string, id: string) {
     const row = await repo.find(accountId, id);
     if (!row) throw notFound();
@@ -208,7 +229,7 @@ export function createPartnersService({ repo }: { repo: PartnersRepo }) {
       const columns = columnsOf(body);
       let found: boolean;
       try {
-        found = await repo.update(accountId, id, columns);
+        found = await write(accountId, id, columns);
       } catch (error) {
         if (isUniqueViolation(error)) throw nameTaken();
         throw error;
@@ -217,9 +238,12 @@ export function createPartnersService({ repo }: { repo: PartnersRepo }) {
       return { id };
     },
 
-    /** Retires a partner: left out of listings and selections, kept where it was used. */
+    /**
+     * Retires a partner: left out of listings and selections, kept where it was used; its
+     * pending deliveries end failed (docs/decisions.md, Distribution runs).
+     */
     async retire(accountId: string, id: string) {
-      if (!(await repo.update(accountId, id, { retired: true }))) throw notFound();
+      if (!(await write(accountId, id, { retired: true }))) throw notFound();
       return { id, retired: true };
     },
   };

@@ -1,6 +1,7 @@
 import { type Selectable, sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { pastCursor } from '../../db/keyset.ts';
+import { lockNamed } from '../../db/transaction.ts';
 import type {
   DistributionRulesTable,
   DistributionsTable,
@@ -391,6 +392,14 @@ export function createSetupRepo(db: Executor) {
         query = query.where(pastCursor('created_at', 'id', 'after', after.createdAt, after.id));
       }
       return query.orderBy('created_at').orderBy('id').limit(page.limit).execute();
+    },
+
+    /**
+     * Serialises the additions of one account's return reasons until the transaction ends: the
+     * limit is a count among many rows, which no row lock guards.
+     */
+    async lockReturnReasons(accountId: string, tx: Executor) {
+      await lockNamed(tx, `return_reasons:${accountId}`);
     },
 
     countReturnReasons(accountId: string, tx: Executor = db) {

@@ -578,18 +578,22 @@ export function createSetupService(deps: {
       const name = input.name.trim();
       if (name === '')
         throw invalid([{ key: 'name', reason: 'required', message: 'a name that is not blank' }]);
-      if ((await repo.countReturnReasons(accountId)) >= MAX_RETURN_REASONS) {
-        throw invalid([
-          {
-            key: 'name',
-            reason: 'too_many',
-            message: `at most ${MAX_RETURN_REASONS} return reasons per account`,
-          },
-        ]);
-      }
       const id = randomUUID();
       try {
-        await repo.insertReturnReason(accountId, id, name);
+        // Counted and added under the account's lock: concurrent additions cannot pass the limit.
+        await db.transaction().execute(async (tx) => {
+          await repo.lockReturnReasons(accountId, tx);
+          if ((await repo.countReturnReasons(accountId, tx)) >= MAX_RETURN_REASONS) {
+            throw invalid([
+              {
+                key: 'name',
+                reason: 'too_many',
+                message: `at most ${MAX_RETURN_REASONS} return reasons per account`,
+              },
+            ]);
+          }
+          await repo.insertReturnReason(accountId, id, name, tx);
+        });
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw new AppError('return_reason_taken', {

@@ -23,6 +23,7 @@ import {
   S2RecordBody,
   SOURCE_TOKEN_INTAKE,
   SourceTokenBody,
+  SourceTokenIntakeResponse,
 } from './intake.schemas.ts';
 import type { IntakeContext, IntakeService } from './intake.service.ts';
 
@@ -78,6 +79,12 @@ function send(reply: FastifyReply, answer: Answer) {
 }
 
 const recordResponses = { 200: IntakeResponse, 201: IntakeResponse, ...s2Errors };
+const sourceTokenResponses = {
+  200: SourceTokenIntakeResponse,
+  201: SourceTokenIntakeResponse,
+  ...s2Errors,
+  303: SeeOther,
+};
 
 export const intakeRoutes: FastifyPluginAsyncTypebox<{
   intakeApi: IntakeApi;
@@ -139,7 +146,7 @@ export const intakeRoutes: FastifyPluginAsyncTypebox<{
         }),
         body: SourceTokenBody,
         headers: IdempotencyHeaders,
-        response: { ...recordResponses, 303: SeeOther },
+        response: sourceTokenResponses,
       },
     },
     webForm.takeIn,

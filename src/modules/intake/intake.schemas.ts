@@ -10,7 +10,10 @@ import {
   Uuid,
   Warning,
 } from '../../http/schemas.ts';
-import { StartDistributionResponse } from '../distribution/distribution.schemas.ts';
+import {
+  SourceTokenDistributionAnswer,
+  StartDistributionResponse,
+} from '../distribution/distribution.schemas.ts';
 import { DocumentRef } from '../records/records.schemas.ts';
 import { ORIGIN_KEYS } from './intake.handover.ts';
 
@@ -78,6 +81,23 @@ export const IntakeMeta = Type.Object(
 );
 
 /** POST /api/v1/records body: known nodes typed, every other top-level key is a field name (rule 1). */
+const DISTRIBUTION_NODE = {
+  ...openNode('distribution'),
+  description:
+    'Distributes the new record in the same call (distribution module); the answer carries `distribution` shaped like the start answer, or the warning no_distribution when its entity has no enabled distribution',
+};
+
+const S2_RECORD_BODY = {
+  additionalProperties: true,
+  maxProperties: 600,
+  propertyNames: { maxLength: 100 },
+  description:
+    'Known keys as listed; every other top-level key is a field name (its value is read for the field type, e.g. "42" for a number).',
+};
+
+/** Why the source-token door refuses `distribution.partner_ids`. */
+const SOURCE_TOKEN_PARTNER_IDS = 'a source token cannot choose partners';
+
 export const S2RecordBody = Type.Object(
   {
     entity: Type.String({ minLength: 1, maxLength: 100 }),
@@ -113,28 +133,42 @@ export const S2RecordBody = Type.Object(
         {
           partner_ids: Type.Optional(
             Type.Array(Uuid, {
+              minItems: 1,
               maxItems: 100,
               description:
-                'only these partners may be chosen; an id naming no partner of the account gives the warning unknown_partner',
+                'only these partners may be chosen (not through a source token); an id naming no partner of the account gives the warning unknown_partner; an empty list answers 422 (leave the key out for no limit)',
             }),
           ),
         },
-        {
-          ...openNode('distribution'),
-          description:
-            'Distributes the new record in the same call (distribution module); the answer carries `distribution` shaped like the start answer, or the warning no_distribution when its entity has no enabled distribution',
-        },
+        DISTRIBUTION_NODE,
       ),
     ),
     meta: Type.Optional(IntakeMeta),
   },
+  S2_RECORD_BODY,
+);
+
+/**
+ * The JSON body of the source-token door: a public form cannot choose who buys its lead, so the
+ * distribution node takes no `partner_ids` (docs/decisions.md, Distribution runs).
+ */
+export const SourceTokenRecordBody = Type.Object(
   {
-    additionalProperties: true,
-    maxProperties: 600,
-    propertyNames: { maxLength: 100 },
-    description:
-      'Known keys as listed; every other top-level key is a field name (its value is read for the field type, e.g. "42" for a number).',
+    ...S2RecordBody.properties,
+    distribution: Type.Optional(
+      Type.Object(
+        {
+          partner_ids: Type.Optional(
+            Type.Never({
+              description: `${SOURCE_TOKEN_PARTNER_IDS} (422 not_allowed): the distribution's rules choose; send "distribution": {}`,
+            }),
+          ),
+        },
+        DISTRIBUTION_NODE,
+      ),
+    ),
   },
+  S2_RECORD_BODY,
 );
 
 /** Text of a `meta[key]` form part, as `metaText` is in JSON. */
@@ -201,7 +235,7 @@ const S2RecordMultipart = {
 /** The encodings of POST /api/v1/in/{token} (decisions §13), each with its own schema. */
 export const SourceTokenBody = {
   content: {
-    'application/json': { schema: S2RecordBody },
+    'application/json': { schema: SourceTokenRecordBody },
     'application/x-www-form-urlencoded': { schema: S2RecordForm },
     'multipart/form-data': { schema: S2RecordMultipart },
   },
@@ -211,6 +245,7 @@ export const SourceTokenBody = {
 export const SOURCE_TOKEN_INTAKE = [
   'Same handler, body, rules and JSON answers as POST /api/v1/records; the source token is the credential.',
   'The token only creates records: under an update duplicate rule a post with a stored record’s values becomes a new record linked to it (warning duplicate), and a meta.external_id naming a stored record answers 409 conflict (reason external_id).',
+  'A form cannot choose who buys its lead: a distribution node naming partner_ids answers 422 validation_failed (key distribution.partner_ids, reason not_allowed; nothing is written), and the answer’s distribution carries only status and reason (no partner, price or run).',
   'Website forms (decisions §13): JSON, url-encoded and multipart bodies. A request whose Accept prefers text/html (a browser’s plain form post) is answered with a 303 to the source’s success_url (?id=) or error_url (?error=), or with a small page in English or German (Accept-Language).',
   'A post whose Origin (else Referer) is not among the source’s allowed_origins is refused with 403 origin_not_allowed. One client address may post rate_limit_per_minute times a minute to a source (429 with Retry-After). A filled trap field (honeypot_field) is answered like a success and stores nothing.',
 ].join('\n\n');
@@ -223,6 +258,12 @@ export const IntakeResponse = Type.Object({
   warnings: Type.Array(Warning),
   booking: Type.Optional(BookingAnswer),
   distribution: Type.Optional(StartDistributionResponse),
+});
+
+/** The source-token door's answer: the distribution node answers without partner details. */
+export const SourceTokenIntakeResponse = Type.Object({
+  ...IntakeResponse.properties,
+  distribution: Type.Optional(SourceTokenDistributionAnswer),
 });
 
 export const BulkBody = Type.Object(

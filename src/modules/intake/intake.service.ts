@@ -127,8 +127,22 @@ export interface IntakeOutcome {
   warnings: Warning[];
   /** What the `booking` node led to: a link or an appointment (absent without a node). */
   booking?: BookingAnswer | null;
-  /** The distribution node's answer, shaped like the start answer (decisions §4). */
-  distribution?: Awaited<ReturnType<DistributionService['startAnswer']>>;
+  /**
+   * The distribution node's answer, shaped like the start answer (decisions §4); through a source
+   * token only its status and reason (docs/decisions.md, Distribution runs).
+   */
+  distribution?: StartAnswer | Pick<StartAnswer, 'status' | 'reason'>;
+}
+
+type StartAnswer = Awaited<ReturnType<DistributionService['startAnswer']>>;
+
+/**
+ * The distribution node's answer for the handover's credential: a source token is anonymous (a
+ * public form's door), so it learns whether the record went out and why not, never the partners,
+ * their prices or the run (docs/decisions.md, Distribution runs).
+ */
+function distributionAnswerFor(ctx: IntakeContext, answer: StartAnswer): IntakeOutcome['distribution'] {
+  return ctx.sourceId === null ? answer : { status: answer.status, reason: answer.reason };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -171,6 +185,19 @@ function historyActor(ctx: IntakeContext): string {
  * (decisions §9: a key lacking a permission gets 403).
  */
 function refuseNodesBeyondPermissions(ctx: IntakeContext, handover: Handover): void {
+  // Whoever reads a public form could otherwise choose which partner buys the lead. The door's
+  // schema refuses the key already (SourceTokenRecordBody); this holds whatever the body's path.
+  if (ctx.sourceId !== null && handover.distribution?.partnerIds) {
+    throw new AppError('validation_failed', {
+      details: [
+        {
+          key: 'distribution.partner_ids',
+          reason: 'not_allowed',
+          message: `a source token cannot choose partners: the distribution's rules choose; send "distribution": {}`,
+        },
+      ],
+    });
+  }
   const { permissions, role } = ctx;
   if (!permissions && !role) return;
   const given = (
@@ -764,7 +791,10 @@ export function createIntakeService({
           message: `no partner ${id}`,
         });
       }
-      outcome.distribution = await distribution.startAnswer(ctx.accountId, run, tx);
+      outcome.distribution = distributionAnswerFor(
+        ctx,
+        await distribution.startAnswer(ctx.accountId, run, tx),
+      );
       return run;
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'no_distribution') throw error;
@@ -1191,7 +1221,10 @@ export function createIntakeService({
         // After the commit the deliveries' first attempts are awaited (decisions §8); the stored
         // answer of an idempotency key becomes the one given here.
         await distribution.awaitFirstAttempts(ctx.accountId, result.run);
-        result.outcome.distribution = await distribution.startAnswer(ctx.accountId, result.run);
+        result.outcome.distribution = distributionAnswerFor(
+          ctx,
+          await distribution.startAnswer(ctx.accountId, result.run),
+        );
         const body = answer(result.outcome);
         if (store) await store.save(db, { status: result.status, body });
         return { status: result.status, body, outcome: result.outcome };
