@@ -89,8 +89,6 @@ export function createDispatcher(
   let failures = 0;
   let lastEnqueuedAt = 0;
   let lastClaimAt = 0;
-  /** When the last claim was started (`performance.now()`). */
-  let claimStartedAt = -1;
   let paced: NodeJS.Timeout | null = null;
   /** How long the oldest message of the last claim had waited since it was written. */
   let claimedLagMs = 0;
@@ -192,28 +190,18 @@ export function createDispatcher(
           running.delete(attempt);
           sendOver();
           // Refilled in batches: one claim for many free places, not one per finished message.
-          if (unwritten() <= maxUnwritten / 2) {
-            const writtenAt = performance.now();
-            setImmediate(() => void pump(writtenAt));
-          }
+          if (unwritten() <= maxUnwritten / 2) setImmediate(() => void pump());
         });
       running.add(attempt);
     }
   }
 
-  /**
-   * Claims while there is room and work. `since`: what prompted this look happened then (an
-   * attempt written, its lease freed); a claim started after that already saw it, so the look
-   * is not repeated. With the shares (a destination at its share is claimed nothing) a
-   * repeated look after each written attempt was mostly an empty claim.
-   */
-  async function pump(since = performance.now()): Promise<void> {
+  async function pump(): Promise<void> {
     if (!started) return;
     if (pumping) {
-      if (since > claimStartedAt) again = true;
+      again = true;
       return;
     }
-    if (since < claimStartedAt) return;
     pumping = true;
     try {
       do {
@@ -223,8 +211,7 @@ export function createDispatcher(
         const allowed = claimAllowance(free);
         if (allowed === null) break;
         lastClaimAt = Date.now();
-        claimStartedAt = performance.now();
-        const { claimId, messages, postponed } = await outbound.claimDue(allowed);
+        const { claimId, messages } = await outbound.claimDue(allowed);
         failures = 0;
         const now = Date.now();
         claimedLagMs = messages.reduce(
@@ -233,8 +220,7 @@ export function createDispatcher(
         );
         for (const message of messages) waiting.push({ message, claimId });
         sendWaiting();
-        // A claim that postponed a slow endpoint's messages may find others behind them.
-        if (messages.length === allowed || postponed > 0) again = true;
+        if (messages.length === allowed) again = true;
       } while (again && started);
     } catch (error) {
       failures++;

@@ -89,38 +89,6 @@ export interface AttemptRow {
   created_at: Date;
 }
 
-/**
- * How much of the sending one endpoint or one account may hold (docs/decisions.md, Outbound
- * messages, "Fair share"): attempts in flight are the rows leased now, by any sender.
- */
-export interface ClaimShares {
-  /** Attempts in flight at most per webhook destination (4). */
-  perDestination: number;
-  /** Attempts in flight at most per account, every channel (8). */
-  perAccount: number;
-  /**
-   * Destinations whose answers came quickly lately (on the claiming sender's record), and their
-   * share instead of `perDestination` (8; the account's share for their messages is at least
-   * that), while none of their attempts in flight is slow.
-   */
-  proven: string[];
-  perProven: number;
-  /** Due messages one claim looks at, besides those leased (the leased ones are counted). */
-  window: number;
-  /**
-   * An attempt leased longer ago than this (ms) is slow: the due messages over the share of a
-   * destination (or account) held by slow attempts only are postponed, so that they do not fill
-   * the next claims' window.
-   */
-  slowMs: number;
-}
-
-/** What one claim did: the messages leased to it, and how many due messages it postponed. */
-export interface ClaimResult {
-  messages: ClaimedMessage[];
-  postponed: number;
-}
-
 /** The claim statement's common part: due rows (or one row) leased to `claimId`, with their destination. */
 function claimStatement(
   filter: ReturnType<typeof sql>,
@@ -150,88 +118,6 @@ function claimStatement(
       ON d.account_id = claimed.account_id AND d.id = claimed.destination_id ${prepared}`;
 }
 
-/** The claim of due messages within the shares (see `claimDue`); apart, so that its plan can be read. */
-export function claimDueStatement(limit: number, leaseMs: number, claimId: string, shares: ClaimShares) {
-  return sql<ClaimedMessage & { postponed: number }>`
-    WITH front AS MATERIALIZED (
-      SELECT account_id, id, destination_id, next_attempt_at, created_at FROM outbound_messages
-      WHERE status = 'pending' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until <= now())
-      ORDER BY next_attempt_at
-      LIMIT ${shares.window}::int
-    ), leased AS MATERIALIZED (
-      SELECT account_id, destination_id, count(*)::int AS n,
-        count(*) FILTER (WHERE claimed_until < now() + ${leaseMs - shares.slowMs}::int * interval '1 millisecond')::int
-          AS slow,
-        now() - (min(claimed_until) - ${leaseMs}::int * interval '1 millisecond') AS running
-      FROM outbound_messages
-      WHERE status = 'pending' AND claimed_until > now()
-        AND next_attempt_at <= (SELECT max(next_attempt_at) FROM front)
-      GROUP BY account_id, destination_id
-    ), by_account AS (
-      SELECT account_id, sum(n)::int AS n, sum(slow)::int AS slow, max(running) AS running
-      FROM leased GROUP BY account_id
-    ), shared AS (
-      SELECT f.*, coalesce(l.n, 0) AS dest_leased, coalesce(l.slow, 0) AS dest_slow, l.running AS dest_running,
-        f.destination_id = ANY (string_to_array(${shares.proven.join(',')}, ',')::uuid[])
-          AND coalesce(l.running <= ${shares.slowMs}::int * interval '1 millisecond', true) AS proven
-      FROM front f
-      LEFT JOIN leased l ON l.account_id = f.account_id AND l.destination_id = f.destination_id
-    ), by_destination AS (
-      SELECT s.*,
-        s.destination_id IS NULL OR s.dest_leased + row_number() OVER (
-          PARTITION BY s.account_id, s.destination_id ORDER BY s.next_attempt_at, s.id)
-          <= CASE WHEN s.proven THEN ${shares.perProven}::int ELSE ${shares.perDestination}::int END
-          AS within_destination
-      FROM shared s
-    ), ranked AS (
-      SELECT d.*, coalesce(a.slow, 0) AS account_slow, a.running AS account_running,
-        d.within_destination AND coalesce(a.n, 0) + row_number() OVER (
-          PARTITION BY d.account_id, d.within_destination ORDER BY d.next_attempt_at, d.id)
-          <= CASE WHEN d.proven THEN ${Math.max(shares.perProven, shares.perAccount)}::int ELSE ${shares.perAccount}::int END
-          AS within_shares
-      FROM by_destination d
-      LEFT JOIN by_account a ON a.account_id = d.account_id
-    ), picked AS (
-      SELECT account_id, id, true AS pick, NULL::interval AS wait FROM ranked
-      WHERE within_shares
-      ORDER BY next_attempt_at, id
-      LIMIT ${limit}::int
-    ), held AS (
-      SELECT account_id, id, false AS pick,
-        least(interval '1 day', greatest(
-          CASE WHEN within_destination THEN account_running ELSE dest_running END,
-          (now() - created_at) / 10)) AS wait
-      FROM ranked
-      WHERE NOT within_shares
-        AND CASE WHEN within_destination THEN account_slow >= ${shares.perAccount}::int
-          ELSE dest_slow >= ${shares.perDestination}::int END
-    ), locked AS (
-      SELECT m.account_id, m.id, t.pick, t.wait
-      FROM outbound_messages m
-      JOIN (SELECT * FROM picked UNION ALL SELECT * FROM held) t ON m.account_id = t.account_id AND m.id = t.id
-      WHERE m.status = 'pending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())
-      FOR UPDATE OF m SKIP LOCKED
-    ), postponed AS (
-      UPDATE outbound_messages m SET next_attempt_at = now() + locked.wait
-      FROM locked WHERE NOT locked.pick AND m.account_id = locked.account_id AND m.id = locked.id
-      RETURNING m.id
-    ), claimed AS (
-      UPDATE outbound_messages m
-      SET claim_id = ${claimId}::uuid, attempts = m.attempts + 1,
-        claimed_until = now() + ${leaseMs}::int * interval '1 millisecond'
-      FROM locked WHERE locked.pick AND m.account_id = locked.account_id AND m.id = locked.id
-      RETURNING m.account_id, m.id, m.channel, m.destination_id, m.event_type, m.payload, m.attempts,
-        m.max_attempts, m.notify, m.ref, m.created_at
-    )
-    SELECT claimed.*, d.url, d.secret,
-      CASE WHEN d.previous_secret_until > now() THEN d.previous_secret END AS previous_secret, d.enabled,
-      (SELECT count(*)::int FROM postponed) AS postponed
-    FROM (SELECT 1) AS one
-    LEFT JOIN claimed ON true
-    LEFT JOIN webhook_destinations d ON d.account_id = claimed.account_id AND d.id = claimed.destination_id
-    ${PREPARED}`;
-}
-
 export function createOutboundRepo(db: Executor) {
   return {
     async insertMessages(accountId: string, rows: NewMessageRow[], tx: Executor = db) {
@@ -257,34 +143,19 @@ export function createOutboundRepo(db: Executor) {
     },
 
     /**
-     * Leases up to `limit` due messages of every account to this claim, within the shares: a
-     * destination with `perDestination` attempts in flight (leased rows, on any sender) gets no
-     * more, nor an account with `perAccount`, so that one endpoint that never answers (each
-     * attempt holds a sending place up to the timeout) cannot take every place; a destination
-     * in `proven` gets `perProven` (for the account too) while none of its attempts in flight
-     * has run longer than `slowMs`. The earliest
-     * `window` due rows not leased are read without a lock, the leased rows among the same due
-     * times counted per destination and account, and the rows within the shares are locked
-     * (`SKIP LOCKED`, and still not leased) and leased, in due order. A due row over the share
-     * of a destination (or account) whose share is all held by attempts running longer than
-     * `slowMs` is postponed by the oldest one's running time, or a tenth of the message's age if
-     * longer (at most a day), so that a hanging endpoint's backlog leaves the front of the due
-     * index instead of being read by every claim; otherwise the row just waits for a place.
-     * Shares hold across senders up to claims made at the same instant (each counts the leases
-     * committed before it).
+     * Leases up to `limit` due messages of every account to this claim (instance-wide, like
+     * maintenance): rows other senders hold are skipped, and a lease that runs out (its sender
+     * died) makes the row due again.
      */
-    async claimDue(
-      limit: number,
-      leaseMs: number,
-      claimId: string,
-      shares: ClaimShares,
-    ): Promise<ClaimResult> {
-      const result = await claimDueStatement(limit, leaseMs, claimId, shares).execute(db);
-      const postponed = result.rows[0]?.postponed ?? 0;
-      const messages = result.rows
-        .filter((row) => row.id !== null)
-        .map(({ postponed: _postponed, ...message }) => message);
-      return { messages, postponed };
+    async claimDue(limit: number, leaseMs: number, claimId: string) {
+      const result = await claimStatement(
+        sql`next_attempt_at <= now()`,
+        limit,
+        leaseMs,
+        claimId,
+        PREPARED,
+      ).execute(db);
+      return result.rows;
     },
 
     /** Leases one message now, due or not, unless another sender holds it. */

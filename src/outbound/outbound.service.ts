@@ -75,30 +75,12 @@ export interface OutboundOptions {
   leaseMs?: number;
   /** How long an account's subscriptions are remembered (2 s). */
   subscriptionsTtlMs?: number;
-  /**
-   * Attempts in flight at once (on every sender together) at most per webhook destination (4),
-   * per account (8) and per destination that answered quickly lately (8), and from when an
-   * attempt counts as slow (1 s): see `ClaimShares` and `provenDestinations`.
-   */
-  maxInFlightPerDestination?: number;
-  maxInFlightPerAccount?: number;
-  maxInFlightProven?: number;
-  slowAttemptMs?: number;
 }
 
 const MAX_CACHED_ACCOUNTS = 10_000;
 const MAX_OPENED_SECRETS = 1_000;
 /** Successful attempts written by one statement at most. */
 const MAX_FINISH_BATCH = 64;
-/** Due messages (not leased) one claim looks at: at least this many, or four times its limit. */
-const MIN_CLAIM_WINDOW = 64;
-/** A destination is proven after this many answers in a row within `slowAttemptMs`… */
-const PROVEN_AFTER = 4;
-/** …and none slower (nor a timeout) for this long. */
-const PROVEN_QUIET_MS = 600_000;
-/** Destinations whose answers are remembered, and proven ones named to a claim, at most. */
-const MAX_REMEMBERED_SPEEDS = 1_000;
-const MAX_PROVEN_LISTED = 200;
 
 export function createOutboundService(db: Db, options: OutboundOptions) {
   const repo = createOutboundRepo(db);
@@ -108,10 +90,6 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
   const disableAfterMs = options.disableAfterMs ?? 432_000_000;
   const leaseMs = options.leaseMs ?? Math.max(60_000, webhookTimeoutMs * 4);
   const ttlMs = options.subscriptionsTtlMs ?? 2_000;
-  const perDestination = options.maxInFlightPerDestination ?? 4;
-  const perAccount = Math.max(perDestination, options.maxInFlightPerAccount ?? 8);
-  const perProven = Math.max(perDestination, options.maxInFlightProven ?? 8);
-  const slowMs = options.slowAttemptMs ?? 1_000;
   const fetcher = createGuardedFetcher({
     allowPrivate: options.allowPrivate,
     policy: options.policy,
@@ -174,36 +152,6 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     return plain;
   }
 
-  /**
-   * How this node's attempts at each webhook destination went: how many in a row were answered
-   * within `slowMs` (whatever the answer), and when one last took longer or timed out. A
-   * destination with `PROVEN_AFTER` quick answers in a row and no slow one for
-   * `PROVEN_QUIET_MS` is proven: its claims get `perProven` places instead of `perDestination`,
-   * so that a quick receiver is not held to a few requests at once, while one that has just
-   * hung (or hangs now: the claim checks its attempts in flight) gets the small share.
-   */
-  const speeds = new Map<string, { quick: number; slowAt: number }>();
-  function recordSpeed(destinationId: string, result: AttemptResult) {
-    const seen = speeds.get(destinationId) ?? { quick: 0, slowAt: 0 };
-    speeds.delete(destinationId);
-    if (result.durationMs < slowMs && result.error !== 'timeout') seen.quick++;
-    else {
-      seen.quick = 0;
-      seen.slowAt = Date.now();
-    }
-    if (speeds.size >= MAX_REMEMBERED_SPEEDS) speeds.delete(speeds.keys().next().value!);
-    speeds.set(destinationId, seen);
-  }
-  function provenDestinations(): string[] {
-    const quietSince = Date.now() - PROVEN_QUIET_MS;
-    const proven: string[] = [];
-    for (const [destinationId, seen] of speeds) {
-      if (seen.quick >= PROVEN_AFTER && seen.slowAt < quietSince) proven.push(destinationId);
-    }
-    // The most recently used last in the map: those are kept when there are too many.
-    return proven.slice(-MAX_PROVEN_LISTED);
-  }
-
   /** The next try's delay, or null when the message is done trying. */
   function retryDelay(message: ClaimedMessage, result: AttemptResult): number | null {
     if (!result.retry) return null;
@@ -250,7 +198,6 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     const result = await attemptOf(message).catch((error: unknown) =>
       failure(`internal_error: ${(error as Error).message}`.slice(0, 200), true),
     );
-    if (message.channel === 'webhook' && message.destination_id) recordSpeed(message.destination_id, result);
     const delay = result.ok ? null : retryDelay(message, result);
     const status = result.ok ? 'delivered' : delay === null ? 'failed' : 'pending';
     const finished = {
@@ -476,22 +423,11 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
       return { result, request: { url: destination.url, body } };
     },
 
-    /**
-     * Due messages leased to a new claim, for the dispatcher, within each destination's and
-     * account's share of the attempts in flight; and how many due messages of slow endpoints it
-     * postponed (the dispatcher then looks again at once).
-     */
+    /** Due messages leased to a new claim, for the dispatcher. */
     async claimDue(limit: number) {
       const claimId = randomUUID();
-      const { messages, postponed } = await repo.claimDue(limit, leaseMs, claimId, {
-        perDestination,
-        perAccount,
-        proven: provenDestinations(),
-        perProven,
-        window: Math.max(MIN_CLAIM_WINDOW, limit * 4),
-        slowMs,
-      });
-      return { claimId, messages, postponed };
+      const messages = await repo.claimDue(limit, leaseMs, claimId);
+      return { claimId, messages };
     },
 
     deliver,
