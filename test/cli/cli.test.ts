@@ -964,6 +964,11 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect((await as('distribution', 'return-reasons', 'remove', reasonId!)).stdout).toBe(
         `return reason ${reasonId} removed\n`,
       );
+      // A participation a rule names stays until the rule no longer names it.
+      const named = await as('distribution', 'participations', 'remove', participationId!);
+      expect(named.code).toBe(1);
+      expect(named.stderr).toContain('409 conflict');
+      expect((await as('distribution', 'rules', 'set', 'lead', '--rules', '[]')).code).toBe(0);
       expect((await as('distribution', 'participations', 'remove', participationId!)).code).toBe(0);
       expect((await as('partners', 'retire', partnerId!)).stdout).toBe(`partner ${partnerId} retired\n`);
       expect((await as('partners', 'list')).stdout).toBe('(none)\n');

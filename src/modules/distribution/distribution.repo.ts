@@ -122,12 +122,18 @@ export function createDistributionRepo(db: Executor) {
       return result.rows;
     },
 
+    /**
+     * The rules a run tries, in order. A rule naming no participation is passed over: removing a
+     * participation took it out of its rules until 2026-11-28, which could leave a rule choosing
+     * from nothing that, matching first, kept every record from the rules behind it.
+     */
     rules(accountId: string, distributionId: string, tx: Executor) {
       return tx
         .selectFrom('distribution_rules')
         .select(['id', 'name', 'filter', 'strategy', 'max_partners', 'participation_ids'])
         .where('account_id', '=', accountId)
         .where('distribution_id', '=', distributionId)
+        .where(sql<number>`cardinality(participation_ids)`, '>', 0)
         .orderBy('position')
         .orderBy('created_at')
         .orderBy('id')

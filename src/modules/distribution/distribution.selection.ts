@@ -20,7 +20,8 @@ function comparable(value: unknown): number | string | boolean | null {
   return Number.isFinite(number) && /^[-+]?\d/.test(text) ? number : text.toLowerCase();
 }
 
-function sameValue(recordValue: unknown, wanted: unknown): boolean {
+/** Whether a record's value equals a filter's value, as `equals` and `in` compare them. */
+export function sameValue(recordValue: unknown, wanted: unknown): boolean {
   const a = comparable(recordValue);
   const b = comparable(wanted);
   if (a === null || b === null) return false;
@@ -46,6 +47,14 @@ function inRange(value: unknown, min: unknown, max: unknown): boolean {
     return below ? y <= x : x <= y;
   };
   return within(min, true) && within(max, false);
+}
+
+/** Whether some value can lie in `min`…`max` as `inRange` compares (a bound it ignores counts as open). */
+export function rangeCanHold(min: unknown, max: unknown): boolean {
+  const low = comparable(min);
+  const high = comparable(max);
+  if (low === null || high === null || typeof low === 'boolean' || typeof high === 'boolean') return true;
+  return inRange(max, min, max);
 }
 
 function normalisedPostalCode(value: unknown): string {

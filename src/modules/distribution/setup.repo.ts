@@ -236,15 +236,8 @@ export function createSetupRepo(db: Executor) {
         .execute();
     },
 
-    /** Deletes a participation and takes it out of the rules that name it. */
-    async deleteParticipation(accountId: string, distributionId: string, id: string, tx: Executor) {
-      await tx
-        .updateTable('distribution_rules')
-        .set({ participation_ids: sql`array_remove(participation_ids, ${id}::uuid)` })
-        .where('account_id', '=', accountId)
-        .where('distribution_id', '=', distributionId)
-        .where(sql<boolean>`${id}::uuid = ANY(participation_ids)`)
-        .execute();
+    /** Deletes a participation (the service has made sure no rule names it). */
+    async deleteParticipation(accountId: string, id: string, tx: Executor) {
       await tx
         .deleteFrom('participations')
         .where('account_id', '=', accountId)

@@ -117,7 +117,8 @@ export const setupRoutes: FastifyPluginAsyncTypebox<{ setup: SetupService }> = a
       schema: {
         tags,
         operationId: 'deleteParticipation',
-        summary: 'Remove a participation; rules no longer name it, deliveries made keep their partner',
+        summary:
+          'Remove a participation that no rule names (else 409 conflict, reason used_by_rule, rule_ids); deliveries made keep their partner',
         params: IdParams,
         response: { 204: Type.Null(), ...s2Errors },
       },

@@ -105,7 +105,8 @@ const PriceMember = Type.Integer({
 });
 const CurrencyMember = Type.String({
   pattern: '^[A-Z]{3}$',
-  description: 'three upper-case letters, EUR when not given',
+  description:
+    'the ISO 4217 code of a currency in use (another answers 422 reason invalid_currency), EUR when not given',
 });
 const WeightMember = Type.Integer({
   minimum: 1,
@@ -172,7 +173,7 @@ const RuleFilter = Type.Object(
     value: Type.Optional(
       Type.Union([Type.String({ maxLength: 500 }), Type.Number(), Type.Boolean()], {
         description:
-          'equals: the value; with another op 422 reason not_allowed, missing with equals 422 reason required',
+          'equals: the value (on a select or multiselect field one of its options, else 422 reason unknown_option); with another op 422 reason not_allowed, missing with equals 422 reason required',
       }),
     ),
     values: Type.Optional(
@@ -180,13 +181,13 @@ const RuleFilter = Type.Object(
         minItems: 1,
         maxItems: MAX_FILTER_VALUES,
         description:
-          'in: the values; with another op 422 reason not_allowed, missing with in 422 reason required',
+          'in: the values (on a select or multiselect field each one of its options, else 422 reason unknown_option); with another op 422 reason not_allowed, missing with in 422 reason required',
       }),
     ),
     min: Type.Optional(
       Type.Union([Type.Number(), Type.String({ maxLength: 100 })], {
         description:
-          'range: the lower bound (a number, or a date as text); with another op 422 reason not_allowed; range without min and max 422 reason required',
+          'range: the lower bound (a number, or a date as text); with another op 422 reason not_allowed; range without min and max 422 reason required; above max 422 reason invalid_range',
       }),
     ),
     max: Type.Optional(
@@ -234,7 +235,7 @@ const RuleInput = Type.Object(
       minItems: 1,
       maxItems: MAX_PARTICIPATIONS,
       description:
-        'participations of this distribution the rule chooses from; another id answers 422 reason unknown_participation',
+        'participations of this distribution the rule chooses from, each once; another id answers 422 reason unknown_participation, a repeated one reason duplicate',
     }),
   },
   { additionalProperties: false },

@@ -7,10 +7,12 @@ import { type CursorPosition, decodeCursor, pageOf } from '../../lib/cursor.ts';
 import { zoneName } from '../../lib/time-zones.ts';
 import type { AddressPolicy } from '../../outbound/address-policy.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
-import type { EntityDef } from '../entities/entities.model.ts';
+import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { checkUrl } from '../webhooks/webhooks.service.ts';
 import { EMAIL_ADDRESS, isUniqueViolation } from './checks.ts';
+import { isCurrency } from './currencies.ts';
+import { rangeCanHold, sameValue } from './distribution.selection.ts';
 import type { PartnersRepo } from './partners.repo.ts';
 import type {
   DistributionRow,
@@ -47,6 +49,9 @@ export const PARTICIPATION_WEBHOOK = 'participation';
 
 /** The reason of an entity PUT's detail for a field a distribution rule's filter names. */
 export const USED_BY_RULE = 'used_by_rule';
+
+/** The reason of a rule filter's value that is none of its select field's options. */
+const UNKNOWN_OPTION = 'unknown_option';
 
 /** Members each filter op takes besides `field` and `op`; at least one of them is needed. */
 const FILTER_MEMBERS: Record<RuleFilter['op'], readonly string[]> = {
@@ -263,8 +268,9 @@ export function createSetupService(deps: {
   }
 
   /**
-   * One currency per distribution (decisions §8: `price_total` is in the deliveries' currency):
-   * a participation's currency must be that of every other participation of its distribution.
+   * An ISO 4217 currency in use (`currencies.ts`), and one currency per distribution (decisions
+   * §8: `price_total` is in the deliveries' currency): a participation's currency must be that
+   * of every other participation of its distribution.
    */
   async function checkCurrency(
     accountId: string,
@@ -274,6 +280,15 @@ export function createSetupService(deps: {
     problems: ValidationDetail[],
     tx: Executor,
   ) {
+    if (!isCurrency(currency)) {
+      // Checked before the distribution's others: an unknown code would set one currency for all.
+      problems.push({
+        key: 'currency',
+        reason: 'invalid_currency',
+        message: `${currency} is no ISO 4217 code of a currency in use`,
+      });
+      return;
+    }
     const others = await repo.currenciesOf(accountId, distributionId, participationId, tx);
     if (others.some((other) => other !== currency)) {
       problems.push({
@@ -491,14 +506,32 @@ export function createSetupService(deps: {
     },
 
     /**
-     * Deletes a participation: rules no longer name it; deliveries already made keep their
-     * partner and price, and its webhook destination stays until their messages are sent.
+     * Deletes a participation that no rule names (a rule naming it refuses, 409 `used_by_rule`, so
+     * that no rule is left choosing from nothing); deliveries already made keep their partner
+     * and price, and its webhook destination stays until their messages are sent.
      */
     async removeParticipation(accountId: string, id: string) {
       await db.transaction().execute(async (tx) => {
+        const found = await repo.findParticipation(accountId, id, tx);
+        if (!found) throw participationNotFound();
+        // The distribution first, as `putRules` locks it: a rule written meanwhile is seen below.
+        await repo.lockDistribution(accountId, found.distribution_id, tx);
         const current = await repo.lockParticipation(accountId, id, tx);
         if (!current) throw participationNotFound();
-        await repo.deleteParticipation(accountId, current.distribution_id, id, tx);
+        const naming = (await repo.listRules(accountId, [current.distribution_id], tx)).filter((rule) =>
+          rule.participation_ids.includes(current.id),
+        );
+        // A conflict with stored rules, not a wrong value in the request (which has none): 409,
+        // as a calendar with appointments ahead is, naming the rules.
+        if (naming.length > 0) {
+          const message = `${naming.map((rule) => `distribution rule "${rule.name}"`).join(', ')} ${naming.length === 1 ? 'names' : 'name'} this participation: take it out of the rules first`;
+          throw new AppError('conflict', {
+            message,
+            // The S2 conflict body carries what `extra` holds: the reason, the rules and the words.
+            extra: { reason: USED_BY_RULE, rule_ids: naming.map((rule) => rule.id), message },
+          });
+        }
+        await repo.deleteParticipation(accountId, id, tx);
         if (current.destination_id) await dropIdleDestination(accountId, current.destination_id, tx);
       });
     },
@@ -514,7 +547,7 @@ export function createSetupService(deps: {
         // another node's cache has not seen yet) checks these rules once they are in.
         const fields = await entities.lockFields(accountId, entity.id, tx);
         if (!fields) throw entityNotFound();
-        const fieldKeys = new Set(fields.map((field) => field.key));
+        const fieldsByKey = new Map(fields.map((field) => [field.key, field]));
         const participationIds = new Set(
           (await repo.listParticipations(accountId, [distribution.id], tx)).map((p) => p.id),
         );
@@ -533,23 +566,32 @@ export function createSetupService(deps: {
           }
           names.add(name.toLowerCase());
           const filter = (rule.filter ?? []).map((condition, at) =>
-            checkFilter(condition as RuleFilter, `${index}.filter.${at}`, fieldKeys, problems),
+            checkFilter(condition as RuleFilter, `${index}.filter.${at}`, fieldsByKey, problems),
           );
+          const named = new Set<string>();
           for (const participationId of rule.participation_ids) {
-            if (!participationIds.has(participationId.toLowerCase())) {
+            const id = participationId.toLowerCase();
+            if (!participationIds.has(id)) {
               problems.push({
                 key: `${index}.participation_ids`,
                 reason: 'unknown_participation',
                 message: `${participationId} is no participation of this distribution`,
               });
+            } else if (named.has(id)) {
+              problems.push({
+                key: `${index}.participation_ids`,
+                reason: 'duplicate',
+                message: `${participationId} is named more than once`,
+              });
             }
+            named.add(id);
           }
           return {
             name,
             filter,
             strategy: rule.strategy,
             max_partners: rule.max_partners ?? 1,
-            participation_ids: [...new Set(rule.participation_ids.map((p) => p.toLowerCase()))],
+            participation_ids: [...named],
           };
         });
         if (problems.length > 0) throw invalid(problems);
@@ -613,14 +655,19 @@ export function createSetupService(deps: {
   };
 }
 
-/** One filter condition: a field of the entity, and exactly the members its op takes. */
+/**
+ * One filter condition: a field of the entity, and exactly the members its op takes; one that
+ * could never hold is refused too (a range whose min is above its max, a select value that is
+ * none of the field's options).
+ */
 function checkFilter(
   condition: RuleFilter,
   key: string,
-  fieldKeys: Set<string>,
+  fieldsByKey: Map<string, FieldDef>,
   problems: ValidationDetail[],
 ): RuleFilter {
-  if (!fieldKeys.has(condition.field)) {
+  const field = fieldsByKey.get(condition.field);
+  if (!field) {
     problems.push({
       key: `${key}.field`,
       reason: 'unknown_field',
@@ -643,6 +690,32 @@ function checkFilter(
       reason: 'required',
       message: `${condition.op} needs ${takes.join(' or ')}`,
     });
+  }
+  if (condition.op === 'range' && !rangeCanHold(condition.min, condition.max)) {
+    problems.push({
+      key: `${key}.min`,
+      reason: 'invalid_range',
+      message: `min ${condition.min} is above max ${condition.max}: the range holds nothing`,
+    });
+  }
+  if (field && (field.type === 'select' || field.type === 'multiselect')) {
+    const options = field.options ?? [];
+    const wanted: [string, unknown][] =
+      condition.op === 'equals' && condition.value !== undefined
+        ? [[`${key}.value`, condition.value]]
+        : condition.op === 'in'
+          ? (condition.values ?? []).map((value, at) => [`${key}.values.${at}`, value])
+          : [];
+    for (const [at, value] of wanted) {
+      // Compared as a run compares them, so a value taken here is one a record can hold.
+      if (!options.some((option) => sameValue(option, value))) {
+        problems.push({
+          key: at,
+          reason: UNKNOWN_OPTION,
+          message: `${field.key} has no option ${String(value)}: ${options.join(', ')}`,
+        });
+      }
+    }
   }
   const stored: RuleFilter = { field: condition.field, op: condition.op };
   for (const member of takes) {

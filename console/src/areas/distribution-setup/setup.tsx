@@ -147,7 +147,11 @@ function EntitySetup({
       toast.show(t('removed'));
       void client.invalidateQueries({ queryKey: SETUPS_KEY });
     },
-    onError: (error) => toast.show(describe(error), 'error'),
+    // A rule naming the participation refuses the removal: its details say which rule.
+    onError: (error) => {
+      const details = Object.values(fieldErrors(error));
+      toast.show(details.length > 0 ? details.join('; ') : describe(error), 'error');
+    },
   });
   const errors = fieldErrors(save.error);
 
