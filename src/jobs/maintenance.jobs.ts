@@ -69,32 +69,21 @@ export const AUTOMATION_RUN_MARK_DAYS = 30;
  * automation chains as old (no job of the chain can come after them); returns how many marks went.
  */
 export async function purgeAutomationRuns(executor: Executor): Promise<number> {
-  await inBatches(() =>
-    executor
-      .deleteFrom('automation_chains')
-      .where((eb) =>
-        eb(
-          eb.refTuple('account_id', 'id'),
-          'in',
-          eb
-            .selectFrom('automation_chains')
-            .select(['account_id', 'id'])
-            .where('created_at', '<', sql<Date>`now() - make_interval(days => ${AUTOMATION_RUN_MARK_DAYS})`)
-            .limit(PURGE_BATCH_SIZE)
-            .$asTuple('account_id', 'id'),
-        ),
-      )
-      .executeTakeFirst(),
-  );
+  await purgeOlderThanMarks(executor, 'automation_chains');
+  return purgeOlderThanMarks(executor, 'automation_runs');
+}
+
+/** Deletes, a batch at a time, the rows of `table` older than a run mark is kept; returns how many went. */
+function purgeOlderThanMarks(executor: Executor, table: 'automation_runs' | 'automation_chains') {
   return inBatches(() =>
     executor
-      .deleteFrom('automation_runs')
+      .deleteFrom(table)
       .where((eb) =>
         eb(
           eb.refTuple('account_id', 'id'),
           'in',
           eb
-            .selectFrom('automation_runs')
+            .selectFrom(table)
             .select(['account_id', 'id'])
             .where('created_at', '<', sql<Date>`now() - make_interval(days => ${AUTOMATION_RUN_MARK_DAYS})`)
             .limit(PURGE_BATCH_SIZE)

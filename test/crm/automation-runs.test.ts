@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AutomationRunPayload } from '../../src/modules/crm/automations.service.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads, LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
@@ -16,17 +17,6 @@ interface HistoryEvent {
   message: string;
   data: Record<string, any>;
   actor: { type: string; name: string };
-}
-interface RunPayload {
-  accountId: string;
-  recordId: string;
-  automationId: string;
-  stage: string;
-  stageId?: string;
-  pipeline?: string;
-  enteredAt?: string;
-  chain: number;
-  origin?: string;
 }
 
 describe.each(TEST_DATABASES)('CRM automation runs on %s', (kind) => {
@@ -88,13 +78,13 @@ describe.each(TEST_DATABASES)('CRM automation runs on %s', (kind) => {
   /** The record's queued automation jobs that no test run took yet, oldest first. */
   const ran = new Set<string>();
   const queued = async (recordId: string) => {
-    const { rows } = await sql<{ id: string; data: RunPayload }>`
+    const { rows } = await sql<{ id: string; data: AutomationRunPayload }>`
       SELECT id, data FROM pgboss.job
       WHERE name = 'crm.run-automation' AND data->>'recordId' = ${recordId}
       ORDER BY created_on, id`.execute(t.db);
     return rows.filter((row) => !ran.has(row.id));
   };
-  const runJob = (job: { id: string; data: RunPayload }) => {
+  const runJob = (job: { id: string; data: AutomationRunPayload }) => {
     ran.add(job.id);
     return t.services.automations.run(job.id, job.data);
   };

@@ -315,6 +315,19 @@ export interface AutomationsServiceDeps {
 }
 
 /** CRM automations (decisions §7): settings, the jobs a move enqueues, and their runs. */
+/** What a `crm.run-automation` job carries (automations.jobs.ts states it as the job's schema). */
+export interface AutomationRunPayload {
+  accountId: string;
+  recordId: string;
+  automationId: string;
+  stage: string;
+  stageId?: string;
+  pipeline?: string;
+  enteredAt?: string;
+  chain: number;
+  origin?: string;
+}
+
 export function createAutomationsService(deps: AutomationsServiceDeps) {
   const { db, repo, entities, outbound, crm, recordsRepo, reads, jobs } = deps;
 
@@ -566,17 +579,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
   async function run(
     /** The job's id, the same for each retry of one run. */
     jobId: string,
-    payload: {
-      accountId: string;
-      recordId: string;
-      automationId: string;
-      stage: string;
-      stageId?: string;
-      pipeline?: string;
-      enteredAt?: string;
-      chain: number;
-      origin?: string;
-    },
+    payload: AutomationRunPayload,
   ) {
     const { accountId, recordId } = payload;
     const alreadyRan = { skipped: 'already_ran' };

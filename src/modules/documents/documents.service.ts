@@ -23,6 +23,9 @@ export interface DocumentRef {
   field?: string;
 }
 
+/** The keys a document reference takes; any other is an `unmapped` warning (intake and record PATCH). */
+export const DOCUMENT_REF_KEYS: ReadonlySet<string> = new Set(['url', 'name', 'field']);
+
 /** A document fetched into storage, not yet attached to a record. */
 export interface StoredDocument {
   name: string;

@@ -1,5 +1,6 @@
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import type { BookingRequest } from '../booking/booking.service.ts';
+import { DOCUMENT_REF_KEYS } from '../documents/documents.service.ts';
 import { blankNoteWarning, isNoteText } from '../notes/note-text.ts';
 import type { Handover, HandoverNote, Warning } from './intake.service.ts';
 
@@ -94,7 +95,7 @@ const NODE_KEYS = {
   crm: new Set(['stage', 'pipeline']),
   booking: new Set(['title', 'duration_minutes', 'starts_at', 'calendar_id']),
   distribution: new Set(['partner_ids']),
-  document: new Set(['url', 'name', 'field']),
+  document: DOCUMENT_REF_KEYS,
   note: new Set(['text', 'tag']),
 };
 

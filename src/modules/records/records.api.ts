@@ -1,14 +1,15 @@
 import { actorOf, type Credential, senderNameOf } from '../../http/auth.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
-import type { DocumentRef, DocumentsService } from '../documents/documents.service.ts';
+import {
+  DOCUMENT_REF_KEYS,
+  type DocumentRef,
+  type DocumentsService,
+} from '../documents/documents.service.ts';
 import type { Warning } from '../intake/intake.service.ts';
 import { blankNoteWarning, isNoteText } from '../notes/note-text.ts';
 import type { NotesService } from '../notes/notes.service.ts';
 import { reportUnmapped } from './field-values.ts';
 import type { ChangeContext, RecordsService } from './records.service.ts';
-
-/** The keys a document reference takes (PATCH of a record; intake reads its own the same way). */
-const DOCUMENT_KEYS = new Set(['url', 'name', 'field']);
 
 /** PATCH endpoints over records, documents and notes. */
 export function createRecordsApi({
@@ -36,7 +37,7 @@ export function createRecordsApi({
       const reported = { problems: unknownKeys, warnings: [] as Warning[] };
       const refs = (body.documents ?? []).map((document, index) => {
         for (const key of Object.keys(document)) {
-          if (!DOCUMENT_KEYS.has(key))
+          if (!DOCUMENT_REF_KEYS.has(key))
             reportUnmapped(
               ctx.strict,
               `documents.${index}.${key}`,
