@@ -20,6 +20,7 @@ import {
 } from './outbound.repo.ts';
 import { DEFAULT_RETRY_SCHEDULE_S } from './retry-schedule.ts';
 import { createSecretBox, generateWebhookSecret } from './signing.ts';
+import { createStallGuard } from './stall-guard.ts';
 import { createWebhookSender } from './webhook-sender.ts';
 
 /**
@@ -79,6 +80,8 @@ export interface OutboundOptions {
 
 const MAX_CACHED_ACCOUNTS = 10_000;
 const MAX_OPENED_SECRETS = 1_000;
+/** The stall guard's key for email: every message goes through the one SMTP server. */
+const SMTP_ENDPOINT = 'smtp';
 /** Successful attempts written by one statement at most. */
 const MAX_FINISH_BATCH = 64;
 
@@ -105,6 +108,7 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     outboxDir: options.outboxDir ?? path.resolve('data', 'outbox'),
   });
   const hooks = new Map<string, OutcomeHook>();
+  const stalls = createStallGuard();
   const cache = new Map<string, { until: number; subscriptions: { id: string; events: string[] }[] }>();
   /** Told after messages were written, and whether a request (not the workers' own work) wrote them. */
   let onEnqueued: (byRequest: boolean) => void = () => {};
@@ -175,15 +179,37 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     };
   }
 
+  /**
+   * One attempt through the stall guard (stall-guard.ts): while the endpoint is stalled on this
+   * process and its probe is out, it fails at once without a request. Email has one endpoint,
+   * the SMTP server. A test message always goes out (that is how an owner checks a fix), and
+   * its answer ends a stall like any other.
+   */
+  async function guarded(
+    endpoint: string,
+    send: () => Promise<AttemptResult>,
+    always = false,
+  ): Promise<AttemptResult> {
+    const admission = stalls.admit(endpoint, always);
+    if (admission.kind === 'refuse') return failure('endpoint_unresponsive', true);
+    const result = await send();
+    stalls.settle(endpoint, admission, result.error === 'timeout');
+    return result;
+  }
+
   async function attemptOf(message: ClaimedMessage): Promise<AttemptResult> {
-    if (message.channel === 'email') return mail.send(message.id, message.payload as EmailContent);
-    if (!message.url || !message.secret) return failure('destination_missing', false);
+    if (message.channel === 'email')
+      return guarded(SMTP_ENDPOINT, () => mail.send(message.id, message.payload as EmailContent));
+    if (!message.url || !message.secret || !message.destination_id)
+      return failure('destination_missing', false);
     // A test message reaches a disabled endpoint too: that is how its owner checks a fix.
-    if (!message.enabled && message.event_type !== 'webhook.test')
-      return failure('destination_disabled', false);
+    const test = message.event_type === 'webhook.test';
+    if (!message.enabled && !test) return failure('destination_disabled', false);
     const secrets = [openSecret(message.secret)];
     if (message.previous_secret) secrets.push(openSecret(message.previous_secret));
-    return sendWebhook({ url: message.url, id: message.id, body: JSON.stringify(message.payload), secrets });
+    const { url, id } = message;
+    const body = JSON.stringify(message.payload);
+    return guarded(message.destination_id, () => sendWebhook({ url, id, body, secrets }), test);
   }
 
   /**
