@@ -20,7 +20,7 @@ import { openapiOptions } from './http/openapi.ts';
 import { restoreOffsetPlus, timeParametersOf } from './http/query-times.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
-import { S1Error, S2Error } from './http/schemas.ts';
+import { NoQuery, refusesAnyQuery, S1Error, S2Error } from './http/schemas.ts';
 import { lazySerializerFactory } from './http/serialization.ts';
 import {
   jsonBodyParser,
@@ -201,6 +201,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('entryProblems', null);
   app.addHook('preValidation', async (request) => settleBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));
+  // An S2 route takes only the query parameters it names (docs/decisions.md, HTTP conventions).
+  app.addHook('onRoute', (route) => {
+    if (refusesAnyQuery(route)) route.schema = { ...route.schema, querystring: NoQuery };
+  });
   // Only routes whose query names a time filter pay for reading offsets back (query-times.ts).
   app.addHook('onRoute', (route) => {
     const names = timeParametersOf(route.schema?.querystring);

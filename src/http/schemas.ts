@@ -147,6 +147,18 @@ export const PageQuery = Type.Object(
  */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
+/**
+ * Whether a route whose schema names no query parameter refuses any (422 `unknown_key`): every
+ * S2 route (`/api/v1/…`, `/admin/v1/…`) but a source's intake address, which landing pages tag
+ * with `utm_…`. Pages people open and S1's routes keep taking any, as do routes hidden from the
+ * API document (its own address among them).
+ */
+export function refusesAnyQuery(route: { url: string; schema?: { querystring?: unknown; hide?: boolean } }) {
+  if (route.schema?.querystring !== undefined || route.schema?.hide) return false;
+  if (route.url.startsWith('/api/v1/in/')) return false;
+  return route.url.startsWith('/api/v1/') || route.url.startsWith('/admin/v1/');
+}
+
 export const NextCursor = Type.Union([Type.String(), Type.Null()]);
 
 export function iso(value: Date | string): string {

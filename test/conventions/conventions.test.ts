@@ -7,6 +7,7 @@ import { createMemoryRateLimiter } from '../../src/http/rate-limit.ts';
 import { hashSecret } from '../../src/lib/credentials.ts';
 import { ADMIN_TOKEN, startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
+import { accountWithLeads } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
   let t: TestApp;
@@ -230,6 +231,89 @@ describe.each(TEST_DATABASES)('conventions on every route on %s', (kind) => {
           expect.objectContaining({ key: 'limit', reason: 'unknown_key' }),
         );
       }
+    });
+  });
+
+  describe('other queries', () => {
+    it('refuses a query parameter on every other S2 route (422 unknown_key) before doing anything; a source address takes any', async () => {
+      const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+      const everything = await accountWithLeads(t, { modules: ['crm', 'distribution', 'booking'] });
+      const someId = '00000000-0000-4000-8000-000000000000';
+      const refused: string[] = [];
+      for (const [path, operations] of Object.entries(doc.paths as Record<string, any>)) {
+        if (!path.startsWith('/api/v1/') && !path.startsWith('/admin/v1/')) continue;
+        if (path.startsWith('/api/v1/in/')) continue;
+        for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
+          const parameters: { in: string }[] = operation.parameters ?? [];
+          if (parameters.some((parameter) => parameter.in === 'query')) continue;
+          // A malformed path parameter is 404 before the query is read: ids and keys are well formed.
+          const filled = path.replace(/\{(entity_)?key\}/g, 'lead').replace(/\{[^}]+\}/g, someId);
+          const url = `${filled}?stray=1`;
+          const key = path.startsWith('/admin/') ? ADMIN_TOKEN : everything.apiKey;
+          const response = await t.app.inject({
+            method: method.toUpperCase() as 'GET',
+            url,
+            headers: { authorization: `Bearer ${key}` },
+            ...(operation.requestBody ? { payload: {} } : {}),
+          });
+          const label = `${method.toUpperCase()} ${path}: ${response.body}`;
+          expect(response.statusCode, label).toBeGreaterThanOrEqual(400);
+          // Credentials are checked first (the session routes take a person's, not a key).
+          if (response.statusCode === 401) continue;
+          // A body is checked before the query: a route that needs one answers for the body first.
+          const details: { key: string; reason: string }[] = response.json().details ?? [];
+          if (operation.requestBody && !details.some((detail) => detail.key === 'stray')) continue;
+          expect(response.statusCode, label).toBe(422);
+          expect(details, label).toContainEqual(
+            expect.objectContaining({ key: 'stray', reason: 'unknown_key' }),
+          );
+          refused.push(`${method.toUpperCase()} ${path}`);
+        }
+      }
+      expect(refused).toEqual(
+        expect.arrayContaining([
+          'GET /api/v1/records/{id}',
+          'DELETE /api/v1/settings/webhooks/{id}',
+          'POST /api/v1/settings/webhooks/{id}/test',
+          'GET /admin/v1/accounts/{id}',
+        ]),
+      );
+      expect(refused.length).toBeGreaterThanOrEqual(20);
+
+      // Where the body is right, the stray parameter alone refuses the write: nothing is created.
+      const lead = { entity: 'lead', fields: { email: 'stray@query.test' } };
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/records?dry_run=true',
+        headers: { authorization: `Bearer ${everything.apiKey}` },
+        payload: lead,
+      });
+      expect(created.statusCode, created.body).toBe(422);
+      expect(created.json().details).toContainEqual(
+        expect.objectContaining({ key: 'dry_run', reason: 'unknown_key' }),
+      );
+      const records = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/records',
+        headers: { authorization: `Bearer ${everything.apiKey}` },
+      });
+      expect(records.json().data ?? records.json().records).toEqual([]);
+
+      // A source's intake address, which a landing page tags, takes any.
+      const source = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/settings/sources',
+        headers: { authorization: `Bearer ${everything.apiKey}` },
+        payload: { name: 'Landing page' },
+      });
+      expect(source.statusCode, source.body).toBe(201);
+      const token = source.json().token as string;
+      const taken = await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/in/${token}?utm_source=newsletter`,
+        payload: { entity: 'lead', fields: { email: 'tagged@query.test' } },
+      });
+      expect(taken.statusCode, taken.body).toBe(201);
     });
   });
 
