@@ -170,12 +170,13 @@ function wholeNumber(value: string, name: string): number {
 }
 
 /**
- * `leads webhooks attempts` and `leads automations attempts`: the newest attempts of what the
- * webhook or automation sent, one page (`--limit`, 100 by default): the service keeps 30 days.
+ * `leads webhooks attempts`, `leads automations attempts` and `leads distribution attempts`: the
+ * newest attempts of what the webhook, automation or delivery sent, one page (`--limit`, 100 by
+ * default): the service keeps 30 days. `base` is the collection the id belongs to.
  */
-function attemptsCommand(noun: 'webhooks' | 'automations', idName: string): CommandSpec {
+function attemptsCommand(command: string, idName: string, base: string): CommandSpec {
   return {
-    usage: `leads ${noun} attempts ${idName} [--limit N]   (newest first)`,
+    usage: `leads ${command} ${idName} [--limit N]   (newest first)`,
     positionals: [idName],
     options: { limit: { type: 'string' } },
     async run(connection, values, [id]) {
@@ -184,7 +185,7 @@ function attemptsCommand(noun: 'webhooks' | 'automations', idName: string): Comm
         connection,
         'key',
         'GET',
-        `/api/v1/settings/${noun}/${encodeURIComponent(id!)}/attempts?limit=${limit}`,
+        `${base}/${encodeURIComponent(id!)}/attempts?limit=${limit}`,
       )) as { attempts: Row[] };
       return {
         json: answer,
@@ -622,7 +623,11 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     positionals: ['AUTOMATION_ID'],
     run: (connection, _values, [id]) => switchAutomation(connection, id!, false),
   },
-  'automations attempts': attemptsCommand('automations', 'AUTOMATION_ID'),
+  'automations attempts': attemptsCommand(
+    'automations attempts',
+    'AUTOMATION_ID',
+    '/api/v1/settings/automations',
+  ),
   'automations delete': {
     usage: 'leads automations delete AUTOMATION_ID',
     positionals: ['AUTOMATION_ID'],
@@ -779,7 +784,7 @@ secret (shown once): ${webhook.secret}`,
       return { json: result, text: `delivered: ${answer.trim()} (${result.duration_ms} ms)` };
     },
   },
-  'webhooks attempts': attemptsCommand('webhooks', 'WEBHOOK_ID'),
+  'webhooks attempts': attemptsCommand('webhooks attempts', 'WEBHOOK_ID', '/api/v1/settings/webhooks'),
   'webhooks delete': {
     usage: 'leads webhooks delete WEBHOOK_ID',
     positionals: ['WEBHOOK_ID'],
@@ -789,6 +794,11 @@ secret (shown once): ${webhook.secret}`,
     },
   },
   ...distributionCommands({ call, listAll, table, required, wholeNumber, usageError }),
+  'distribution attempts': attemptsCommand(
+    'distribution attempts',
+    'DELIVERY_ID',
+    '/api/v1/distribution/deliveries',
+  ),
 };
 
 /** A JSON option (`--weekly '{"mon":[["09:00","17:00"]]}'`), read before anything is sent. */

@@ -73,7 +73,8 @@ const DESTINATION_COLUMNS = [
 ] as const;
 
 /** Whose attempts a listing reads: a webhook destination's, or an origin's (an automation's). */
-export type AttemptsOf = { destinationId: string } | { originId: string };
+/** Whose attempts a listing reads: a destination's, an origin's (an automation), or one message's. */
+export type AttemptsOf = { destinationId: string } | { originId: string } | { messageId: string };
 
 /** One attempt as the attempts listing reads it. */
 export interface AttemptRow {
@@ -476,10 +477,14 @@ export function createOutboundRepo(db: Executor) {
       after: { createdAt: string; id: string } | null,
       tx: Executor = db,
     ) {
-      const column = 'destinationId' in of ? 'destination_id' : 'origin_id';
-      const ownerId = 'destinationId' in of ? of.destinationId : of.originId;
-      const attemptOwner = sql.ref(`a.${column}`);
-      const messageOwner = sql.ref(`m.${column}`);
+      const [attemptColumn, messageColumn, ownerId] =
+        'destinationId' in of
+          ? ['destination_id', 'destination_id', of.destinationId]
+          : 'originId' in of
+            ? ['origin_id', 'origin_id', of.originId]
+            : ['message_id', 'id', of.messageId];
+      const attemptOwner = sql.ref(`a.${attemptColumn}`);
+      const messageOwner = sql.ref(`m.${messageColumn}`);
       const at = after ? new Date(after.createdAt) : null;
       const attemptsAfter = at ? sql`AND (a.created_at, a.id) < (${at}, ${after!.id}::uuid)` : sql``;
       const keptAfter = at ? sql`AND (m.finished_at, m.id) < (${at}, ${after!.id}::uuid)` : sql``;

@@ -100,6 +100,7 @@ const COMMANDS = [
   'distribution start',
   'distribution run',
   'distribution deliveries',
+  'distribution attempts',
   'distribution return',
   'distribution participations test',
   'distribution return-reasons add',
@@ -1032,6 +1033,10 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
         expect(listed.deliveries).toHaveLength(1);
         const deliveryId = listed.deliveries[0].id as string;
         expect((await as('distribution', 'deliveries', '--limit', 'x')).code).toBe(2);
+        const attempts = await as('distribution', 'attempts', deliveryId);
+        expect(attempts.code).toBe(0);
+        expect(attempts.stdout).toMatch(/record\.delivered\s+1\s+delivered\s+200/);
+        expect((await as('distribution', 'attempts', deliveryId, '--limit', 'x')).code).toBe(2);
         expect((await as('distribution', 'return', deliveryId, '--text', 'wrong number')).stdout).toBe(
           `delivery ${deliveryId} returned\n`,
         );

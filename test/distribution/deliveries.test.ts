@@ -52,6 +52,51 @@ describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) =>
     expect(s.events.received.map((r) => r.json.type)).toEqual(['delivery.delivered']);
   });
 
+  it("lists a delivery's attempts newest first, and only to its own account", async () => {
+    const s = await single();
+    s.partner.receiver.answerNext({ status: 500, body: 'down for a moment' });
+    const answer = (await s.start(await s.record())).json();
+    const done = await waitFor(async () => {
+      const d = await s.delivery(answer.run_id);
+      return d.status === 'delivered' && d;
+    });
+    const url = `/api/v1/distribution/deliveries/${done.id}/attempts`;
+    const read = await w.t.request({ method: 'GET', url, key: s.account.apiKey });
+    expect(read.statusCode, read.body).toBe(200);
+    const { attempts, next_cursor } = read.json();
+    expect(attempts).toMatchObject([
+      { attempt: 2, outcome: 'delivered', status_code: 200, error: null, event: 'record.delivered' },
+      { attempt: 1, outcome: 'failed', status_code: 500, response: 'down for a moment', error: 'http_500' },
+    ]);
+    expect(attempts[0].message_id).toBe(attempts[1].message_id);
+    expect(next_cursor).toBeNull();
+    // Paged like every list.
+    const first = (await w.t.request({ method: 'GET', url: `${url}?limit=1`, key: s.account.apiKey })).json();
+    expect(first.attempts).toHaveLength(1);
+    const second = await w.t.request({
+      method: 'GET',
+      url: `${url}?limit=1&cursor=${first.next_cursor}`,
+      key: s.account.apiKey,
+    });
+    expect(second.json().attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1]);
+
+    // Errors and security: a stray parameter, an unknown delivery, another account's, no module.
+    const stray = await w.t.request({ method: 'GET', url: `${url}?limt=1`, key: s.account.apiKey });
+    expect(stray.statusCode).toBe(422);
+    const unknown = await w.t.request({
+      method: 'GET',
+      url: '/api/v1/distribution/deliveries/00000000-0000-4000-8000-000000000000/attempts',
+      key: s.account.apiKey,
+    });
+    expect(unknown.statusCode).toBe(404);
+    const other = await w.account();
+    expect((await w.t.request({ method: 'GET', url, key: other.account.apiKey })).statusCode).toBe(404);
+    const withoutModule = await w.account([]);
+    const refused = await w.t.request({ method: 'GET', url, key: withoutModule.account.apiKey });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toBe('module_not_enabled');
+  });
+
   it('answers pending for a receiver that hangs past the timeout, and delivers on the retry', async () => {
     const s = await single();
     s.partner.receiver.answerNext('hang');

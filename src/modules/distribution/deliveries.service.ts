@@ -18,7 +18,7 @@ export interface DeliveriesServiceDeps {
   repo: DistributionRepo;
   distribution: DistributionService;
   records: Pick<RecordsRepo, 'insertEvents'>;
-  outbound: Pick<OutboundService, 'emitEvent'>;
+  outbound: Pick<OutboundService, 'emitEvent' | 'attemptsPage'>;
   now?: () => Date;
 }
 
@@ -47,6 +47,14 @@ export function createDeliveriesService(deps: DeliveriesServiceDeps) {
   const now = deps.now ?? (() => new Date());
 
   return {
+    /** A delivery's attempts, newest first, as a webhook's are listed (§12 keeps each). */
+    async attempts(accountId: string, deliveryId: string, limit: number, cursor: string | undefined) {
+      const delivery = await repo.deliveryMessage(accountId, deliveryId);
+      if (!delivery) throw new AppError('not_found', { message: 'Delivery not found' });
+      if (!delivery.message_id) return { attempts: [], next_cursor: null };
+      return outbound.attemptsPage(accountId, { messageId: delivery.message_id }, limit, cursor);
+    },
+
     async list(
       accountId: string,
       query: {

@@ -287,6 +287,16 @@ export function createDistributionRepo(db: Executor) {
       return result.rows;
     },
 
+    /** The outbound message that carries a delivery (null before one was written), if the delivery is the account's. */
+    async deliveryMessage(accountId: string, id: string, tx: Executor = db) {
+      return tx
+        .selectFrom('deliveries')
+        .select('message_id')
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+    },
+
     async findDelivery(accountId: string, id: string, tx: Executor = db) {
       const result = await sql<DeliveryRow>`
         SELECT ${DELIVERY_COLUMNS}

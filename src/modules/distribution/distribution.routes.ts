@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
 import { validationFailed } from '../../http/errors.ts';
-import { IdParams, s2Errors } from '../../http/schemas.ts';
+import { IdParams, MessageAttemptList, PageQuery, s2Errors } from '../../http/schemas.ts';
 import type { DeliveriesService } from './deliveries.service.ts';
 import {
   DeliveriesQuery,
@@ -87,6 +87,29 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => deliveries.list(accountIdOf(request), request.query),
+  );
+
+  app.get(
+    '/api/v1/distribution/deliveries/:id/attempts',
+    {
+      config: { auth },
+      schema: {
+        tags,
+        operationId: 'listDeliveryAttempts',
+        summary:
+          "A delivery's attempts, newest first: time, outcome, the receiver's status and first 1 KiB of its answer (webhook) or the SMTP reply (email), duration",
+        params: IdParams,
+        querystring: PageQuery,
+        response: { 200: MessageAttemptList, ...s2Errors },
+      },
+    },
+    async (request) =>
+      deliveries.attempts(
+        accountIdOf(request),
+        request.params.id,
+        request.query.limit ?? 100,
+        request.query.cursor,
+      ),
   );
 
   app.post(
