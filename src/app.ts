@@ -20,10 +20,11 @@ import { openapiOptions } from './http/openapi.ts';
 import { restoreOffsetPlus, timeParametersOf } from './http/query-times.ts';
 import { type RateLimiter, rateLimitPlugin } from './http/rate-limit.ts';
 import { requestIdFor } from './http/request-id.ts';
-import { NoQuery, refusesAnyQuery, S1Error, S2Error } from './http/schemas.ts';
+import { NoQuery, refusesAnyBody, refusesAnyQuery, S1Error, S2Error } from './http/schemas.ts';
 import { lazySerializerFactory } from './http/serialization.ts';
 import {
   jsonBodyParser,
+  refuseAnyBody,
   refuseContentCoding,
   refuseUnlistedForm,
   settleBody,
@@ -201,9 +202,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('entryProblems', null);
   app.addHook('preValidation', async (request) => settleBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));
-  // An S2 route takes only the query parameters it names (docs/decisions.md, HTTP conventions).
+  // An S2 route takes only the query parameters it names, and a body only where it names one
+  // (docs/decisions.md, HTTP conventions).
   app.addHook('onRoute', (route) => {
     if (refusesAnyQuery(route)) route.schema = { ...route.schema, querystring: NoQuery };
+    if (refusesAnyBody(route)) {
+      const own = route.preValidation;
+      route.preValidation =
+        own === undefined ? [refuseAnyBody] : [refuseAnyBody, ...(Array.isArray(own) ? own : [own])];
+    }
   });
   // Only routes whose query names a time filter pay for reading offsets back (query-times.ts).
   app.addHook('onRoute', (route) => {

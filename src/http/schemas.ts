@@ -153,10 +153,31 @@ export const NoQuery = Type.Object({}, { additionalProperties: false });
  * with `utm_…`. Pages people open and S1's routes keep taking any, as do routes hidden from the
  * API document (its own address among them).
  */
-export function refusesAnyQuery(route: { url: string; schema?: { querystring?: unknown; hide?: boolean } }) {
-  if (route.schema?.querystring !== undefined || route.schema?.hide) return false;
-  if (route.url.startsWith('/api/v1/in/')) return false;
+export function refusesAnyQuery(route: RouteShape) {
+  return route.schema?.querystring === undefined && isS2Route(route);
+}
+
+/** What the two rules read of a route as it is added. */
+interface RouteShape {
+  url: string;
+  method: string | string[];
+  schema?: { querystring?: unknown; body?: unknown; hide?: boolean };
+}
+
+function isS2Route(route: RouteShape): boolean {
+  if (route.schema?.hide || route.url.startsWith('/api/v1/in/')) return false;
   return route.url.startsWith('/api/v1/') || route.url.startsWith('/admin/v1/');
+}
+
+/**
+ * Whether a route whose schema names no body refuses one with anything in it (validation.ts,
+ * `refuseAnyBody`): every S2 route that writes or acts (POST, PUT, PATCH, DELETE) but the same
+ * exceptions as for the query.
+ */
+export function refusesAnyBody(route: RouteShape) {
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const acts = methods.some((method) => method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS');
+  return acts && route.schema?.body === undefined && isS2Route(route);
 }
 
 export const NextCursor = Type.Union([Type.String(), Type.Null()]);

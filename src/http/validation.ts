@@ -178,3 +178,21 @@ export function jsonChecker(schema: object): (value: unknown) => AppError | null
   const validate = jsonCompile({ schema, httpPart: 'body' });
   return (value) => (validate(value) ? null : validationError((validate.errors ?? []) as AjvError[]));
 }
+
+/**
+ * A route that takes no body (no body schema: a DELETE, `POST …/test`, a token rotation) refuses
+ * one that holds anything rather than ignoring it: none, an empty one or `{}` is no body; keys
+ * are 422 `unknown_key` each, any other JSON (an array, a string) 422 `invalid_type` at `body`
+ * (docs/decisions.md, HTTP conventions). Without a body schema the route stays one that takes
+ * no body, so an empty body labelled JSON is none and the document shows no body.
+ */
+export async function refuseAnyBody(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (body === undefined || body === null) return;
+  const message = 'this request takes no body';
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw validationFailed([{ key: 'body', reason: 'invalid_type', message }]);
+  }
+  const keys = Object.keys(body);
+  if (keys.length > 0) throw validationFailed(keys.map((key) => ({ key, reason: 'unknown_key', message })));
+}

@@ -67,4 +67,42 @@ describe.each(TEST_DATABASES)('an empty body labelled JSON on %s', (kind) => {
     });
     expect([broken.statusCode, broken.json()]).toEqual([400, { error: 'invalid_body' }]);
   });
+
+  it('refuses a body with anything in it on every route that takes none, before acting', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const everything = await t.createAccount({ modules: ['crm', 'distribution', 'booking'] });
+    const checked: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, any>)) {
+      if (!path.startsWith('/api/v1/') || path.startsWith('/api/v1/in/')) continue;
+      for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
+        if (!['post', 'put', 'patch', 'delete'].includes(method) || operation.requestBody) continue;
+        const url = path.replace(/\{[^}]+\}/g, MISSING);
+        const label = `${method.toUpperCase()} ${path}`;
+        const send = (body: unknown) =>
+          t.request({ method: method.toUpperCase() as 'POST', url, key: everything.apiKey, body });
+        const withKeys = await send({ address: 'http://127.0.0.1:9/elsewhere' });
+        // The session's DELETE takes a person's session: the key is refused first.
+        if (withKeys.statusCode === 401) continue;
+        expect([label, withKeys.statusCode], withKeys.body).toEqual([label, 422]);
+        expect(withKeys.json().details, label).toEqual([
+          { key: 'address', reason: 'unknown_key', message: 'this request takes no body' },
+        ]);
+        expect((await send([1])).json().details, label).toEqual([
+          { key: 'body', reason: 'invalid_type', message: 'this request takes no body' },
+        ]);
+        // `{}` is no body: the route's own answer.
+        expect([label, (await send({})).statusCode]).toEqual([label, 404]);
+        checked.push(label);
+      }
+    }
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'POST /api/v1/settings/webhooks/{id}/test',
+        'POST /api/v1/distribution/participations/{id}/test',
+        'DELETE /api/v1/settings/webhooks/{id}',
+        'POST /api/v1/documents/{id}/signed-url',
+        'POST /api/v1/settings/sources/{id}/token',
+      ]),
+    );
+  });
 });

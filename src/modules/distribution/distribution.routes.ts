@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { accountIdOf, actorOf, callerOf } from '../../http/auth.ts';
-import { validationFailed } from '../../http/errors.ts';
 import { IdParams, MessageAttemptList, PageQuery, s2Errors } from '../../http/schemas.ts';
 import type { DeliveriesService } from './deliveries.service.ts';
 import {
@@ -21,22 +20,6 @@ const auth = {
   module: 'distribution' as const,
 };
 const tags = ['Distribution'];
-
-/**
- * The test delivery takes no body (interface): none, an empty one or `{}` is no body, and one
- * that holds anything is refused rather than ignored, since the test always goes to the stored
- * address. Without a body schema the route stays one that takes no body, so an empty body
- * labelled JSON is no body (docs/decisions.md, HTTP conventions).
- */
-function refuseBody(body: unknown): void {
-  if (body === undefined || body === null) return;
-  const message = 'a test delivery takes no body: it goes to the participation’s stored address';
-  if (typeof body !== 'object' || Array.isArray(body)) {
-    throw validationFailed([{ key: 'body', reason: 'invalid_type', message }]);
-  }
-  const keys = Object.keys(body);
-  if (keys.length > 0) throw validationFailed(keys.map((key) => ({ key, reason: 'unknown_key', message })));
-}
 
 export const distributionRoutes: FastifyPluginAsyncTypebox<{
   distribution: DistributionService;
@@ -144,9 +127,7 @@ export const distributionRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: ParticipationTestResult, ...s2Errors },
       },
     },
-    async (request) => {
-      refuseBody(request.body);
-      return distribution.test(accountIdOf(request), request.params.id);
-    },
+    // It takes no body (interface): one with anything in it is refused (app.ts, refuseAnyBody).
+    async (request) => distribution.test(accountIdOf(request), request.params.id),
   );
 };
