@@ -101,12 +101,22 @@ async function call(
     }
   }
   if (!response.ok) {
-    const answer = parsed as { error?: unknown; details?: { key: string; message: string }[] } | null;
+    const answer = parsed as {
+      error?: unknown;
+      message?: unknown;
+      details?: { key: string; message: string }[];
+    } | null;
     const code = typeof answer?.error === 'string' ? answer.error : `http_${response.status}`;
+    // The service's sentence says what to do (a conflict names the rule that holds it).
+    const said = typeof answer?.message === 'string' ? `: ${answer.message}` : '';
     const extra = Array.isArray(answer?.details)
       ? answer.details.map((d) => `\n  ${d.key}: ${d.message}`).join('')
       : '';
-    throw new CliError(`${method} ${path} failed: ${response.status} ${code}${extra}`, EXIT_FAILED, parsed);
+    throw new CliError(
+      `${method} ${path} failed: ${response.status} ${code}${said}${extra}`,
+      EXIT_FAILED,
+      parsed,
+    );
   }
   return parsed;
 }

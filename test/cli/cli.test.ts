@@ -969,6 +969,8 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       const named = await as('distribution', 'participations', 'remove', participationId!);
       expect(named.code).toBe(1);
       expect(named.stderr).toContain('409 conflict');
+      // The service's sentence names the rule, so that one knows what to change.
+      expect(named.stderr).toMatch(/409 conflict: distribution rule ".+" names this participation/);
       expect((await as('distribution', 'rules', 'set', 'lead', '--rules', '[]')).code).toBe(0);
       expect((await as('distribution', 'participations', 'remove', participationId!)).code).toBe(0);
       expect((await as('partners', 'retire', partnerId!)).stdout).toBe(`partner ${partnerId} retired\n`);
