@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASES } from '../helpers/databases.ts';
+import { LEAD_ENTITY } from '../helpers/fixtures.ts';
 import { type DistributionWorld, startDistributionWorld } from './support.ts';
 
 const SETUPS = '/api/v1/settings/distributions';
@@ -161,6 +162,71 @@ describe.each(TEST_DATABASES)('distribution setup checks on %s', (kind) => {
       const response = await s.call('PUT', `${SETUPS}/lead/rules`, rule([condition]));
       expect(response.statusCode, `${JSON.stringify(condition)}: ${response.body}`).toBe(200);
       expect(response.json()[0].filter).toEqual([condition]);
+    }
+  });
+
+  it("refuses an entity change that takes away a select option a rule's equals or in names", async () => {
+    const s = await setup();
+    const written = await s.call('PUT', `${SETUPS}/lead/rules`, [
+      {
+        name: 'Solar or battery',
+        filter: [
+          { field: 'company', op: 'equals', value: 'Solar AG' },
+          { field: 'interest', op: 'in', values: ['Heat pump', 'solar'] },
+          { field: 'topics', op: 'equals', value: 'Funding' },
+        ],
+        strategy: 'all',
+        participation_ids: [s.first.participationId],
+      },
+    ]);
+    expect(written.statusCode, written.body).toBe(200);
+    const ruleId = written.json()[0].id as string;
+    const withFields = (change: (field: { key: string; type: string; options?: string[] }) => object) => ({
+      ...LEAD_ENTITY,
+      fields: LEAD_ENTITY.fields.map((field) => change(field)),
+    });
+
+    // Solar and Funding go: both conditions that name them are refused, each at its value.
+    const refused = await s.call(
+      'PUT',
+      '/api/v1/settings/entities/lead',
+      withFields((field) =>
+        field.key === 'interest'
+          ? { ...field, options: ['Heat pump', 'Battery'] }
+          : field.key === 'topics'
+            ? { ...field, options: ['Price'] }
+            : field,
+      ),
+    );
+    expect(refused.statusCode, refused.body).toBe(422);
+    expect(refused.json().details).toEqual([
+      {
+        key: `distribution_rules.${ruleId}.filter.1.values.1`,
+        reason: 'used_by_rule',
+        message: expect.stringContaining('distribution rule "Solar or battery" filters on interest solar'),
+      },
+      {
+        key: `distribution_rules.${ruleId}.filter.2.value`,
+        reason: 'used_by_rule',
+        message: expect.stringContaining('topics Funding'),
+      },
+    ]);
+    const stored = (await s.call('GET', '/api/v1/settings/entities/lead')).json();
+    expect(stored.fields.find((f: { key: string }) => f.key === 'interest').options).toContain('Solar');
+
+    // Options the rule does not name, a renamed case of one it does, or a type that takes any
+    // value: taken.
+    const taken = [
+      withFields((field) =>
+        field.key === 'interest' ? { ...field, options: ['SOLAR', 'Heat pump'] } : field,
+      ),
+      withFields((field) =>
+        field.key === 'topics' ? { ...field, type: 'text', options: undefined } : field,
+      ),
+    ];
+    for (const definition of taken) {
+      const response = await s.call('PUT', '/api/v1/settings/entities/lead', definition);
+      expect(response.statusCode, response.body).toBe(200);
     }
   });
 

@@ -173,28 +173,42 @@ export function createSetupService(deps: {
 
   /**
    * An entity change (its PUT) that would leave a rule's filter naming a field the definition no
-   * longer has is refused: `putRules` refuses such a filter (unknown_field), and a stored one would
-   * never match again without a word. Only what the change breaks counts (a field gone before is
+   * longer has, or an `equals`/`in` value a select field no longer offers, is refused: `putRules`
+   * refuses such a filter (unknown_field, unknown_option), and a stored one would never match
+   * again without a word. Only what the change breaks counts (a field or option gone before is
    * not this change's). A changed type is not checked, as `putRules` takes any op on any field.
    */
   async function definitionProblems(tx: Executor, accountId: string, before: EntityDef, after: EntityDef) {
     const distribution = await repo.findDistribution(accountId, after.id, tx);
     if (!distribution) return [];
-    const had = new Set(before.fields.map((field) => field.key));
-    const has = new Set(after.fields.map((field) => field.key));
+    const had = new Map(before.fields.map((field) => [field.key, field]));
+    const has = new Map(after.fields.map((field) => [field.key, field]));
     const rules = await repo.listRules(accountId, [distribution.id], tx);
     return rules.flatMap((rule) =>
-      rule.filter.flatMap((condition, at): ValidationDetail[] =>
-        had.has(condition.field) && !has.has(condition.field)
-          ? [
-              {
-                key: `distribution_rules.${rule.id}.filter.${at}.field`,
-                reason: USED_BY_RULE,
-                message: `distribution rule "${rule.name}" filters on field ${condition.field}, which the definition leaves out`,
-              },
-            ]
-          : [],
-      ),
+      rule.filter.flatMap((condition, at): ValidationDetail[] => {
+        const key = `distribution_rules.${rule.id}.filter.${at}`;
+        const field = has.get(condition.field);
+        if (!had.has(condition.field)) return [];
+        if (!field) {
+          return [
+            {
+              key: `${key}.field`,
+              reason: USED_BY_RULE,
+              message: `distribution rule "${rule.name}" filters on field ${condition.field}, which the definition leaves out`,
+            },
+          ];
+        }
+        // Only a select field limits the values a record can hold; another type keeps any.
+        if (field.type !== 'select' && field.type !== 'multiselect') return [];
+        const was = had.get(condition.field);
+        return optionValuesOf(condition, key)
+          .filter(([, value]) => offers(was, value) && !offers(field, value))
+          .map(([valueKey, value]) => ({
+            key: valueKey,
+            reason: USED_BY_RULE,
+            message: `distribution rule "${rule.name}" filters on ${condition.field} ${String(value)}, an option the definition leaves out`,
+          }));
+      }),
     );
   }
   entities.addDefinitionGuard(definitionProblems);
@@ -700,13 +714,7 @@ function checkFilter(
   }
   if (field && (field.type === 'select' || field.type === 'multiselect')) {
     const options = field.options ?? [];
-    const wanted: [string, unknown][] =
-      condition.op === 'equals' && condition.value !== undefined
-        ? [[`${key}.value`, condition.value]]
-        : condition.op === 'in'
-          ? (condition.values ?? []).map((value, at) => [`${key}.values.${at}`, value])
-          : [];
-    for (const [at, value] of wanted) {
+    for (const [at, value] of optionValuesOf(condition, key)) {
       // Compared as a run compares them, so a value taken here is one a record can hold.
       if (!options.some((option) => sameValue(option, value))) {
         problems.push({
@@ -723,6 +731,21 @@ function checkFilter(
     if (value !== undefined) Object.assign(stored, { [member]: value });
   }
   return stored;
+}
+
+/** The values an `equals` or `in` condition compares with, each with its detail key under `key`. */
+function optionValuesOf(condition: RuleFilter, key: string): [string, unknown][] {
+  if (condition.op === 'equals')
+    return condition.value === undefined ? [] : [[`${key}.value`, condition.value]];
+  if (condition.op === 'in')
+    return (condition.values ?? []).map((value, at) => [`${key}.values.${at}`, value]);
+  return [];
+}
+
+/** Whether a select field (either kind) offers the value, compared as a run compares them. */
+function offers(field: EntityDef['fields'][number] | undefined, value: unknown): boolean {
+  if (!field || (field.type !== 'select' && field.type !== 'multiselect')) return false;
+  return (field.options ?? []).some((option) => sameValue(option, value));
 }
 
 export type SetupService = ReturnType<typeof createSetupService>;
