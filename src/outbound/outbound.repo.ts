@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { toJson } from '../db/json.ts';
 import { pastCursor } from '../db/keyset.ts';
 import { PREPARED } from '../db/prepared.ts';
+import { lockNamed } from '../db/transaction.ts';
 import type { Executor } from '../db/types.ts';
 
 export interface NewMessageRow {
@@ -354,7 +355,12 @@ export function createOutboundRepo(db: Executor) {
       return query.orderBy('created_at').orderBy('id').limit(limit).execute();
     },
 
-    countDestinations(accountId: string, purpose: string, tx: Executor = db) {
+    /**
+     * Counts the account's destinations of one purpose under a lock held to the end of `tx`, so
+     * that additions at once cannot pass a bound together (`tx` must be a transaction).
+     */
+    async countDestinationsLocked(accountId: string, purpose: string, tx: Executor) {
+      await lockNamed(tx, `destinations:${purpose}:${accountId}`);
       return tx
         .selectFrom('webhook_destinations')
         .select((eb) => eb.fn.countAll<string>().as('count'))

@@ -1,4 +1,3 @@
-import { lockNamed } from '../../db/transaction.ts';
 import type { Db } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
@@ -81,8 +80,7 @@ export function createWebhooksService({ db, outbound }: { db: Db; outbound: Outb
       if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
       // Counted under the account's webhook lock, so that creations at once cannot pass the bound together.
       const { row, secret } = await db.transaction().execute(async (tx) => {
-        await lockNamed(tx, `webhooks:${accountId}`);
-        const { count } = await outbound.repo.countDestinations(accountId, ACCOUNT_WEBHOOK, tx);
+        const { count } = await outbound.repo.countDestinationsLocked(accountId, ACCOUNT_WEBHOOK, tx);
         if (Number(count) >= MAX_WEBHOOKS) {
           throw new AppError('validation_failed', {
             details: [
