@@ -42,6 +42,15 @@ describe.each(TEST_DATABASES)('filters of GET /api/v1/records on %s', (kind) => 
     });
     await create('dora', { entity: 'partner_lead', fields: { email: 'dora@partner.io' } });
     await create('foreign', { entity: 'lead', fields: { email: 'anna@other.example' } }, other);
+    // Written with its accents as separate marks (u + U+0308, as some systems send it).
+    await create(
+      'decomposed',
+      {
+        entity: 'lead',
+        fields: { email: 'J\u006f\u0308rg@web.example', last_name: 'Mu\u0308ller' },
+      },
+      other,
+    );
     // Creation times the date filters can tell apart: Anna on 1 March, Bernd on 2 March (UTC).
     const setCreated = (id: string, at: string) =>
       sql`UPDATE records SET created_at = ${at}::timestamptz WHERE id = ${id}::uuid`.execute(t.db);
@@ -109,6 +118,19 @@ describe.each(TEST_DATABASES)('filters of GET /api/v1/records on %s', (kind) => 
       expect(await names(`q=${encodeURIComponent('%')}`)).toEqual(['bernd']);
       expect(await names('q=_')).toEqual(['carla']);
       expect(await names('q=nobody')).toEqual([]);
+    });
+
+    it('finds text however its accented letters are written (composed or as separate marks)', async () => {
+      const found = async (text: string) => {
+        const response = await list(`q=${encodeURIComponent(text)}`, other.apiKey);
+        expect(response.statusCode, response.body).toBe(200);
+        return (response.json().records as { id: string }[]).map((r) => r.id);
+      };
+      // The name and the email address were written decomposed; searched composed and not.
+      expect(await found('M\u00fcller')).toEqual([ids.decomposed]);
+      expect(await found('mu\u0308ll')).toEqual([ids.decomposed]);
+      expect(await found('j\u00f6rg@')).toEqual([ids.decomposed]);
+      expect(await found('mueller')).toEqual([]);
     });
 
     it('orders newest first with order=newest and pages through it with the cursor', async () => {
@@ -207,7 +229,7 @@ describe.each(TEST_DATABASES)('filters of GET /api/v1/records on %s', (kind) => 
         expect(response.statusCode).toBe(200);
         const listed = (response.json().records as { id: string }[]).map((r) => r.id);
         expect(
-          listed.every((id) => id === ids.foreign),
+          listed.every((id) => id === ids.foreign || id === ids.decomposed),
           query,
         ).toBe(true);
       }

@@ -993,10 +993,16 @@ export function createRecordsReadRepo(db: Executor) {
       if (filter.pipeline !== undefined) query = query.where('pipelines.name', '=', filter.pipeline);
       if (filter.source !== undefined) query = query.where('records.source', '=', filter.source);
       if (filter.text !== undefined) {
-        const pattern = `%${escapeLike(filter.text)}%`;
-        const lower = `%${escapeLike(filter.text.toLowerCase())}%`;
+        // Compared in Unicode's composed form on both sides (lib/text.ts, matchingForm): `ü` typed
+        // as one character finds a name stored with `u` + U+0308, and the other way round.
+        const composed = filter.text.normalize('NFC');
+        const pattern = `%${escapeLike(composed)}%`;
+        const lower = `%${escapeLike(composed.toLowerCase())}%`;
         query = query.where((eb) =>
-          eb.or([eb('records.name', 'ilike', pattern), eb('records.email_lc', 'like', lower)]),
+          eb.or([
+            eb(sql<string>`normalize(records.name, NFC)`, 'ilike', pattern),
+            eb(sql<string>`normalize(records.email_lc, NFC)`, 'like', lower),
+          ]),
         );
       }
       if (order === 'newest') {
