@@ -233,36 +233,60 @@ describe.each(TEST_DATABASES)('outbound sending beside an endpoint that stopped 
     expect(ids.size).toBe(40);
   }, 30_000);
 
-  it('still sends a test message to a stalled endpoint, and its answer ends the stall', async () => {
-    const { hook, account, webhookId } = await stalledEndpoint('tested', 20);
-    // The probe now out hangs; the owner's test is answered.
-    hook.answerNext({ status: 204 });
-    const tested = await t.request({
-      method: 'POST',
-      url: `/api/v1/settings/webhooks/${webhookId}/test`,
-      key: account.apiKey,
-    });
-    expect(tested.statusCode).toBe(200);
-    expect(tested.json()).toMatchObject({ status_code: 204 });
-    // No longer stalled: a new message goes out on its first attempt, while the old probe
-    // still hangs (and its timeout, older than the test's answer, changes nothing).
-    await bulk(account, 'after-test', 1);
-    const [arrived] = await waitFor(
-      () => {
-        const found = hook.received.filter((entry) => entry.body.includes('after-test-0@stall.test'));
-        return found.length > 0 ? found : null;
-      },
-      5_000,
-      'the new message',
-    );
-    await sleep(TIMEOUT_MS + 300);
-    const attempts = await t.db
-      .selectFrom('outbound_attempts')
-      .select(['attempt', 'error'])
-      .where('account_id', '=', account.id)
-      .where('message_id', '=', String(arrived!.headers['webhook-id']))
-      .orderBy('attempt')
-      .execute();
-    expect(attempts).toEqual([{ attempt: 1, error: 'timeout' }]);
-  }, 30_000);
+  /**
+   * The owner's tests: a webhook's (recorded, `sendNow`) and a test send that records nothing
+   * (a participation's test delivery goes this way; here to the account webhook's destination).
+   */
+  const tests = {
+    async 'webhook test'(account: TestAccount, webhookId: string) {
+      const tested = await t.request({
+        method: 'POST',
+        url: `/api/v1/settings/webhooks/${webhookId}/test`,
+        key: account.apiKey,
+      });
+      expect(tested.statusCode).toBe(200);
+      return tested.json().status_code as number;
+    },
+    async 'unrecorded test send'(account: TestAccount, webhookId: string) {
+      const sent = await t.services.outbound.sendUnrecorded(account.id, {
+        channel: 'webhook',
+        purpose: 'account',
+        destinationId: webhookId,
+        type: 'webhook.test',
+        data: {},
+      });
+      return sent!.result.statusCode;
+    },
+  };
+
+  it.each(Object.keys(tests) as (keyof typeof tests)[])(
+    'still sends a %s to a stalled endpoint, and its answer ends the stall',
+    async (kindOfTest) => {
+      const { hook, account, webhookId } = await stalledEndpoint(kindOfTest.replaceAll(' ', '-'), 20);
+      // The probe now out hangs; the owner's test is answered.
+      hook.answerNext({ status: 204 });
+      expect(await tests[kindOfTest](account, webhookId)).toBe(204);
+      // No longer stalled: a new message goes out on its first attempt, while the old probe
+      // still hangs (and its timeout, older than the test's answer, changes nothing).
+      await bulk(account, 'after-test', 1);
+      const [arrived] = await waitFor(
+        () => {
+          const found = hook.received.filter((entry) => entry.body.includes('after-test-0@stall.test'));
+          return found.length > 0 ? found : null;
+        },
+        5_000,
+        'the new message',
+      );
+      await sleep(TIMEOUT_MS + 300);
+      const attempts = await t.db
+        .selectFrom('outbound_attempts')
+        .select(['attempt', 'error'])
+        .where('account_id', '=', account.id)
+        .where('message_id', '=', String(arrived!.headers['webhook-id']))
+        .orderBy('attempt')
+        .execute();
+      expect(attempts).toEqual([{ attempt: 1, error: 'timeout' }]);
+    },
+    30_000,
+  );
 });
