@@ -6,9 +6,10 @@ import { type DistributionWorld, startDistributionWorld } from './support.ts';
 describe.each(TEST_DATABASES)('the start call’s wait for first attempts on %s', (kind) => {
   let w: DistributionWorld;
   beforeAll(async () => {
-    // The answer waits 400 ms at most here (10 s in production); an attempt may take 3 s.
+    // The answer waits 1.5 s at most here (10 s in production); an attempt may take 3 s. (At
+    // 400 ms an SMTP exchange on the embedded database under the full suite's load once missed it.)
     w = await startDistributionWorld(kind, {
-      distribution: { firstAttemptWaitMs: 400 },
+      distribution: { firstAttemptWaitMs: 1_500 },
       outbound: { webhookTimeoutMs: 3_000 },
     });
   });
@@ -26,7 +27,8 @@ describe.each(TEST_DATABASES)('the start call’s wait for first attempts on %s'
     const answer = (await start(await record())).json();
     const took = Date.now() - began;
     expect(answer).toMatchObject({ status: 'distributed', partner: [{ name: 'Slow', status: 'pending' }] });
-    expect(took).toBeLessThan(2_500);
+    // Below the attempt's 3 s timeout: the answer did not wait for it.
+    expect(took).toBeLessThan(2_900);
     expect(slow.receiver.received).toHaveLength(1);
     // The hanging attempt times out after 3 s; the retry delivers it with the same webhook-id.
     const delivered = await waitFor(async () => {
