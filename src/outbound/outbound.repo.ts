@@ -73,7 +73,6 @@ const DESTINATION_COLUMNS = [
   'updated_at',
 ] as const;
 
-/** Whose attempts a listing reads: a webhook destination's, or an origin's (an automation's). */
 /** Whose attempts a listing reads: a destination's, an origin's (an automation), or one message's. */
 export type AttemptsOf = { destinationId: string } | { originId: string } | { messageId: string };
 

@@ -314,7 +314,6 @@ export interface AutomationsServiceDeps {
   jobs?: JobEnqueuer;
 }
 
-/** CRM automations (decisions §7): settings, the jobs a move enqueues, and their runs. */
 /** What a `crm.run-automation` job carries (automations.jobs.ts states it as the job's schema). */
 export interface AutomationRunPayload {
   accountId: string;
@@ -328,6 +327,7 @@ export interface AutomationRunPayload {
   origin?: string;
 }
 
+/** CRM automations (decisions §7): settings, the jobs a move enqueues, and their runs. */
 export function createAutomationsService(deps: AutomationsServiceDeps) {
   const { db, repo, entities, outbound, crm, recordsRepo, reads, jobs } = deps;
 

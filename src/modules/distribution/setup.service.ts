@@ -186,9 +186,9 @@ export function createSetupService(deps: {
     const rules = await repo.listRules(accountId, [distribution.id], tx);
     return rules.flatMap((rule) =>
       rule.filter.flatMap((condition, at): ValidationDetail[] => {
+        if (!had.has(condition.field)) return [];
         const key = `distribution_rules.${rule.id}.filter.${at}`;
         const field = has.get(condition.field);
-        if (!had.has(condition.field)) return [];
         if (!field) {
           return [
             {
@@ -199,7 +199,7 @@ export function createSetupService(deps: {
           ];
         }
         // Only a select field limits the values a record can hold; another type keeps any.
-        if (field.type !== 'select' && field.type !== 'multiselect') return [];
+        if (!isSelectField(field)) return [];
         const was = had.get(condition.field);
         return optionValuesOf(condition, key)
           .filter(([, value]) => offers(was, value) && !offers(field, value))
@@ -712,15 +712,14 @@ function checkFilter(
       message: `min ${condition.min} is above max ${condition.max}: the range holds nothing`,
     });
   }
-  if (field && (field.type === 'select' || field.type === 'multiselect')) {
-    const options = field.options ?? [];
+  if (field && isSelectField(field)) {
     for (const [at, value] of optionValuesOf(condition, key)) {
       // Compared as a run compares them, so a value taken here is one a record can hold.
-      if (!options.some((option) => sameValue(option, value))) {
+      if (!offers(field, value)) {
         problems.push({
           key: at,
           reason: UNKNOWN_OPTION,
-          message: `${field.key} has no option ${String(value)}: ${options.join(', ')}`,
+          message: `${field.key} has no option ${String(value)}: ${(field.options ?? []).join(', ')}`,
         });
       }
     }
@@ -742,9 +741,14 @@ function optionValuesOf(condition: RuleFilter, key: string): [string, unknown][]
   return [];
 }
 
+/** A select or multiselect field: the values a record can hold are its options. */
+function isSelectField(field: FieldDef): boolean {
+  return field.type === 'select' || field.type === 'multiselect';
+}
+
 /** Whether a select field (either kind) offers the value, compared as a run compares them. */
-function offers(field: EntityDef['fields'][number] | undefined, value: unknown): boolean {
-  if (!field || (field.type !== 'select' && field.type !== 'multiselect')) return false;
+function offers(field: FieldDef | undefined, value: unknown): boolean {
+  if (!field || !isSelectField(field)) return false;
   return (field.options ?? []).some((option) => sameValue(option, value));
 }
 
