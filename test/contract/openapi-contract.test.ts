@@ -467,14 +467,20 @@ describe.each(TEST_DATABASES)('the OpenAPI document and the service on %s', (kin
         mutations.push({ ...mutation, baseAccepted });
       }
     }
+    // The account's digest as the last invalid request left it. Nothing else writes between two
+    // of them (the queue is not worked), so it is the next one's "before" unless a session was
+    // made in between: that halves the digests, a third of this file's time on PostgreSQL.
+    let digestNow: string | undefined;
     for (const [index, mutation] of mutations.entries()) {
       const replay = `invalid request #${index}: base seed=${seed}, ${mutation.rule} at ${mutation.path.join('.')}`;
       const request = mutation.value as GeneratedRequest;
       // A session is made before the digest: making it is not the request's write.
       const session = credential === SESSION ? await world.session() : undefined;
-      const before = await digestOf(world.accountId);
+      const before =
+        session === undefined && digestNow !== undefined ? digestNow : await digestOf(world.accountId);
       const sent = await send(request, { session });
       const after = await digestOf(world.accountId);
+      digestNow = after;
       const problem =
         documentProblem(sent) ??
         invalidAcceptance(mutation, sent.response, mutation.baseAccepted) ??
