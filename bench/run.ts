@@ -42,6 +42,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { EMBEDDED_AUTOVACUUM_INTERVAL_MS } from '../src/db/autovacuum.ts';
 import { DISTRIBUTION_PARTNERS, distributionIntakeScenario, setUpDistribution } from './distribution.ts';
 import { type EmbeddedFloorOptions, type FloorResult, measureBulkFloor } from './floor.ts';
 import { summarizeProfile } from './profile.ts';
@@ -932,7 +933,20 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   let movesReceiver: Server | undefined;
   let servicePeak = 0;
   let twin: Server | undefined;
-  const run = async (server: Server, scenario: Scenario, pids = databasePids): Promise<Measured> => {
+  /**
+   * `quietFirst`: other service processes of the bench that must be idle before this one is
+   * measured. The growth runs alternate two services, and the one measured last went on working
+   * after its run (requests autocannon left, and on the embedded database an ANALYZE of the
+   * tables the run wrote, which its maintenance starts within 5 s): that work took CPU from the
+   * next run of the other. They are watched over a window longer than the maintenance interval.
+   */
+  const run = async (
+    server: Server,
+    scenario: Scenario,
+    pids = databasePids,
+    quietFirst: Server[] = [],
+  ): Promise<Measured> => {
+    for (const other of quietFirst) await settle(other.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
     await settle(server.pid);
     await preflight(server.url, scenario);
     return measure(server.url, scenario, {
@@ -1206,8 +1220,11 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
         for (let round = 1; round <= GROWTH_ROUNDS; round++) {
           const suffix = round === 1 ? '' : `, round ${round}`;
           const measureEmpty = () =>
-            run(twin!, { ...twinScenarios[name], name: `${name} (empty twin${suffix})` }, twinPids);
-          const measureGrown = () => run(service!, { ...scenarios[name], name: `${name} (grown${suffix})` });
+            run(twin!, { ...twinScenarios[name], name: `${name} (empty twin${suffix})` }, twinPids, [
+              service!,
+            ]);
+          const measureGrown = () =>
+            run(service!, { ...scenarios[name], name: `${name} (grown${suffix})` }, databasePids, [twin!]);
           // Which goes first alternates, so that neither always meets the other's leftovers.
           if (round % 2 === 1) {
             const empty = await measureEmpty();

@@ -189,16 +189,17 @@ export function cpuTicksOf(pid: number): number {
  * Waits until the server has finished the work of the previous scenario: requests that
  * autocannon abandoned at its end keep running on the server (a bulk call takes seconds), and
  * would otherwise be measured as part of the next scenario. Idle means under 5% of a core over
- * half a second; gives up after `maxMs`.
+ * `windowMs` (half a second unless said); gives up after `maxMs`.
  */
-export async function settle(pid: number, maxMs = 30_000): Promise<void> {
+export async function settle(pid: number, maxMs = 30_000, windowMs = 500): Promise<void> {
   const deadline = Date.now() + maxMs;
+  // Clock ticks are 1/100 s: 5% of a core over 0.5 s is 2.5 ticks.
+  const quietTicks = Math.floor(windowMs / 200);
   let before = cpuTicksOf(pid);
   while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
     const now = cpuTicksOf(pid);
-    // Clock ticks are 1/100 s: 5% of a core over 0.5 s is 2.5 ticks.
-    if (now - before <= 2) return;
+    if (now - before <= quietTicks) return;
     before = now;
   }
 }
