@@ -57,6 +57,19 @@ describe.each(TEST_DATABASES)('documents on %s', (kind) => {
     t.request({ method: 'POST', url: '/api/v1/records', key, body: { entity: 'lead', ...body } });
   const download = (url: string, key?: string) =>
     t.app.inject({ method: 'GET', url, headers: key ? { authorization: `Bearer ${key}` } : {} });
+  /** A record token opening the given fields of a record. */
+  const tokenFor = async (id: string, fields: string[]) =>
+    (
+      await t.request({
+        method: 'POST',
+        url: `/api/v1/records/${id}/tokens`,
+        key: account.apiKey,
+        body: { fields },
+      })
+    ).json().token as string;
+  /** Documents attached with a record token (PATCH /api/v1/records). */
+  const attachByToken = (token: string, documents: object[]) =>
+    t.request({ method: 'PATCH', url: '/api/v1/records', key: token, body: { documents } });
 
   describe('happy path', () => {
     it('attaches a document when the entity definitions expired from the cache during its fetch', async () => {
@@ -240,60 +253,19 @@ describe.each(TEST_DATABASES)('documents on %s', (kind) => {
 
     it('lets a record token attach to the file fields it opens, never to the pool', async () => {
       const id = (await intake({ fields: { email: 'tokdoc@b.co' } })).json().id;
-      const one = (
-        await t.request({
-          method: 'POST',
-          url: `/api/v1/records/${id}/tokens`,
-          key: account.apiKey,
-          body: { fields: ['contract'] },
-        })
-      ).json().token;
-      const attached = await t.request({
-        method: 'PATCH',
-        url: '/api/v1/records',
-        key: one,
-        body: { documents: [{ url: `${base}/offer.pdf` }] },
-      });
+      const one = await tokenFor(id, ['contract']);
+      const attached = await attachByToken(one, [{ url: `${base}/offer.pdf` }]);
       expect(attached.json()).toMatchObject({ documents: 1, warnings: [] });
-      const outside = await t.request({
-        method: 'PATCH',
-        url: '/api/v1/records',
-        key: one,
-        body: { documents: [{ url: `${base}/offer.pdf`, field: 'attachments' }] },
-      });
+      const outside = await attachByToken(one, [{ url: `${base}/offer.pdf`, field: 'attachments' }]);
       expect(outside.json()).toMatchObject({
         documents: 0,
         warnings: [{ key: 'attachments', reason: 'not_in_scope' }],
       });
-      const two = (
-        await t.request({
-          method: 'POST',
-          url: `/api/v1/records/${id}/tokens`,
-          key: account.apiKey,
-          body: { fields: ['contract', 'attachments'] },
-        })
-      ).json().token;
-      const ambiguous = await t.request({
-        method: 'PATCH',
-        url: '/api/v1/records',
-        key: two,
-        body: { documents: [{ url: `${base}/notes` }] },
-      });
+      const two = await tokenFor(id, ['contract', 'attachments']);
+      const ambiguous = await attachByToken(two, [{ url: `${base}/notes` }]);
       expect(ambiguous.statusCode).toBe(422);
-      const none = (
-        await t.request({
-          method: 'POST',
-          url: `/api/v1/records/${id}/tokens`,
-          key: account.apiKey,
-          body: { fields: ['phone'] },
-        })
-      ).json().token;
-      const pool = await t.request({
-        method: 'PATCH',
-        url: '/api/v1/records',
-        key: none,
-        body: { documents: [{ url: `${base}/notes` }] },
-      });
+      const none = await tokenFor(id, ['phone']);
+      const pool = await attachByToken(none, [{ url: `${base}/notes` }]);
       expect(pool.json()).toMatchObject({ documents: 0, warnings: [{ reason: 'not_in_scope' }] });
     });
   });
@@ -317,6 +289,50 @@ describe.each(TEST_DATABASES)('documents on %s', (kind) => {
       ).toBe(422);
       const many = Array.from({ length: 21 }, () => ({ url: `${base}/notes` }));
       expect((await intake({ fields: { email: 'm@b.co' }, documents: many })).statusCode).toBe(422);
+    });
+
+    it('refuses two documents for one single-file field in one call, before fetching either', async () => {
+      const twice = [
+        { url: `${base}/offer.pdf`, field: 'contract' },
+        { url: `${base}/notes`, field: 'attachments' },
+        { url: `${base}/notes`, field: 'contract' },
+      ];
+      const created = await intake({ fields: { email: 'twice@b.co' }, documents: twice });
+      expect(created.statusCode).toBe(422);
+      expect(created.json().details).toEqual([
+        {
+          key: 'documents.2.field',
+          reason: 'too_many',
+          message: 'contract holds one document, and documents.0 goes there too',
+        },
+      ]);
+      const id = (await intake({ fields: { email: 'twice-patch@b.co' } })).json().id;
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/records/${id}`,
+        key: account.apiKey,
+        body: { documents: twice },
+      });
+      expect(patched.statusCode).toBe(422);
+      // A record token opening only the single-file field names it for every document.
+      const token = await tokenFor(id, ['contract']);
+      const byToken = await attachByToken(token, [{ url: `${base}/offer.pdf` }, { url: `${base}/notes` }]);
+      expect(byToken.statusCode).toBe(422);
+      expect(byToken.json().details[0]).toMatchObject({ key: 'documents.1.field', reason: 'too_many' });
+      expect(hits).toEqual([]);
+      // A `files` field collects: two documents for it are taken.
+      const collected = await intake({
+        fields: { email: 'twice-files@b.co' },
+        documents: [
+          { url: `${base}/offer.pdf`, field: 'attachments' },
+          { url: `${base}/notes`, field: 'attachments' },
+        ],
+      });
+      expect(collected.json()).toMatchObject({ warnings: [] });
+      const docs = (
+        await t.request({ method: 'GET', url: `/api/v1/records/${collected.json().id}`, key: account.apiKey })
+      ).json().documents;
+      expect(docs).toHaveLength(2);
     });
   });
 

@@ -118,6 +118,12 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
     const openFileFields = options.scope
       ? fileFields.filter((key) => options.scope!.includes(key))
       : fileFields;
+    // A `file` field holds one document: a call naming it twice is refused (which one was meant
+    // is the sender's to say), before anything is fetched.
+    const singleFileFields = new Set(
+      entity.fields.filter((field) => field.type === 'file').map((field) => field.key),
+    );
+    const singleFieldNamedAt = new Map<string, number>();
     const warnings: Warning[] = [];
     const planned: { ref: DocumentRef; field: string | null }[] = [];
     for (const [index, ref] of refs.entries()) {
@@ -155,6 +161,19 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
           warnings.push({ key: field, reason: 'not_in_scope' });
           continue;
         }
+        const earlier = singleFieldNamedAt.get(field);
+        if (earlier !== undefined) {
+          throw new AppError('validation_failed', {
+            details: [
+              {
+                key: `documents.${index}.field`,
+                reason: 'too_many',
+                message: `${field} holds one document, and documents.${earlier} goes there too`,
+              },
+            ],
+          });
+        }
+        if (singleFileFields.has(field)) singleFieldNamedAt.set(field, index);
       }
       planned.push({ ref, field });
     }
@@ -202,12 +221,14 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
           const entity = await entities.find(ctx.accountId, entityRecord.entity_id, executor);
           for (const field of entity?.fields ?? []) if (field.type === 'file') singleFields.add(field.key);
         }
-        const replaced: string[] = [];
+        const unusedFiles: string[] = [];
         for (const field of new Set(batch.items.map((item) => item.field))) {
           if (field && singleFields.has(field)) {
-            replaced.push(...(await repo.removeFromField(ctx.accountId, recordId, field, executor)));
+            unusedFiles.push(...(await repo.removeFromField(ctx.accountId, recordId, field, executor)));
           }
         }
+        // fetchFor refuses two documents for one single-file field; a field that became one
+        // since the fetch (an entity changed meanwhile) keeps the last, and the others' files go.
         const kept = batch.items.filter(
           (item, index) =>
             !(
@@ -216,6 +237,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
               batch.items.findLastIndex((i) => i.field === item.field) !== index
             ),
         );
+        for (const item of batch.items) if (!kept.includes(item)) unusedFiles.push(item.document.storageKey);
         const rows = kept.map((item) => ({
           id: randomUUID(),
           field: item.field,
@@ -243,11 +265,11 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
             });
           }
         }
-        return { count: rows.length, replaced };
+        return { count: rows.length, unusedFiles };
       };
-      const { count, replaced } = tx ? await write(tx) : await db.transaction().execute(write);
-      // Files of replaced documents go once the new ones are committed.
-      for (const key of replaced) await storage.remove(ctx.accountId, key).catch(() => {});
+      const { count, unusedFiles } = tx ? await write(tx) : await db.transaction().execute(write);
+      // The files of replaced and unkept documents go once the new ones are committed.
+      for (const key of unusedFiles) await storage.remove(ctx.accountId, key).catch(() => {});
       return count;
     },
 
