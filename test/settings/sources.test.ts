@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
@@ -58,6 +59,45 @@ describe.each(TEST_DATABASES)('settings: sources and their tokens on %s', (kind)
   });
 
   describe('errors', () => {
+    it('holds an account to 500 sources, also under creations at once', async () => {
+      const fresh = await t.createAccount();
+      await t.db
+        .insertInto('sources')
+        .values(
+          Array.from({ length: 497 }, (_, i) => ({
+            id: randomUUID(),
+            account_id: fresh.id,
+            name: `Form ${i}`,
+          })),
+        )
+        .execute();
+      const answers = await Promise.all(
+        [0, 1, 2, 3, 4].map((i) =>
+          call('POST', '/api/v1/settings/sources', { name: `Late ${i}` }, fresh.apiKey),
+        ),
+      );
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([201, 201, 201, 422, 422]);
+      expect(answers.find((r) => r.statusCode === 422)!.json()).toEqual({
+        error: 'validation_failed',
+        details: [{ key: 'name', reason: 'too_many', message: 'at most 500 sources per account' }],
+      });
+      const { count } = await t.db
+        .selectFrom('sources')
+        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .where('account_id', '=', fresh.id)
+        .executeTakeFirstOrThrow();
+      expect(Number(count)).toBe(500);
+      // A source can't be deleted (records name it), but one no longer used can be renamed.
+      const late = answers.find((r) => r.statusCode === 201)!.json();
+      const renamed = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/settings/sources/${late.id}`,
+        key: fresh.apiKey,
+        body: { name: 'Spring fair' },
+      });
+      expect(renamed.json()).toMatchObject({ name: 'Spring fair' });
+    });
+
     it('refuses a duplicate name with 409 and an unknown source with 404', async () => {
       await call('POST', '/api/v1/settings/sources', { name: 'Fair' });
       const duplicate = await call('POST', '/api/v1/settings/sources', { name: 'fair' });

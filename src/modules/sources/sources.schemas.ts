@@ -72,6 +72,12 @@ export const formSettingsProperties = {
   ),
 };
 
+/**
+ * Sources an account may have: each is a form, ad account or system sending leads, and every
+ * creation and rename compares the new name with all of them (under the account's lock).
+ */
+export const MAX_SOURCES = 500;
+
 export const CreateSourceBody = Type.Object(
   { name: Name(100), ...formSettingsProperties },
   { additionalProperties: false },

@@ -8,6 +8,7 @@ import { matchingForm } from '../../lib/text.ts';
 import { writtenHttpUrl } from '../../lib/url.ts';
 import { S2_RESERVED_KEYS } from '../intake/intake.handover.ts';
 import type { SourceRow, SourcesRepo } from './sources.repo.ts';
+import { MAX_SOURCES } from './sources.schemas.ts';
 
 /** A source's website-form settings as the settings API takes them (decisions §13). */
 export interface FormSettingsInput {
@@ -152,17 +153,24 @@ export function createSourcesService({
   async function refuseTakenName(accountId: string, name: string, tx: Executor, except?: string) {
     await repo.lockNames(accountId, tx);
     const form = matchingForm(name);
-    const taken = (await repo.names(accountId, tx)).some(
-      (source) => source.id !== except && matchingForm(source.name) === form,
-    );
+    const sources = await repo.names(accountId, tx);
+    const taken = sources.some((source) => source.id !== except && matchingForm(source.name) === form);
     if (taken) throw new AppError('name_taken', { message: `A source named ${name} exists` });
+    return sources.length;
   }
 
   return {
     async create(accountId: string, input: { name: string } & FormSettingsInput) {
       const settings = readFormSettings(input);
       return db.transaction().execute(async (tx) => {
-        await refuseTakenName(accountId, input.name, tx);
+        const existing = await refuseTakenName(accountId, input.name, tx);
+        if (existing >= MAX_SOURCES) {
+          throw new AppError('validation_failed', {
+            details: [
+              { key: 'name', reason: 'too_many', message: `at most ${MAX_SOURCES} sources per account` },
+            ],
+          });
+        }
         const row = await repo.insert(accountId, { id: randomUUID(), name: input.name, ...settings }, tx);
         const token = await issueToken(accountId, row.id, tx);
         const { token_prefix: _prefix, ...shown } = view(row);
