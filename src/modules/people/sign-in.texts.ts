@@ -6,12 +6,35 @@ import type { EmailContent } from '../../outbound/mail-sender.ts';
 export type Language = 'en' | 'de';
 export const LANGUAGES: Language[] = ['en', 'de'];
 
+/** A link's lifetime as the email states it: a whole number of one unit. */
+interface Lifetime {
+  count: number;
+  unit: 'seconds' | 'minutes' | 'hours';
+}
+
+const UNITS = {
+  en: { seconds: ['second', 'seconds'], minutes: ['minute', 'minutes'], hours: ['hour', 'hours'] },
+  de: { seconds: ['Sekunde', 'Sekunden'], minutes: ['Minute', 'Minuten'], hours: ['Stunde', 'Stunden'] },
+} as const;
+
+/**
+ * Whole hours or minutes when the lifetime is one, else rounded down to the minute, or seconds
+ * under a minute (LEADS_SIGNIN_LINK_TTL_S takes any number of seconds): the email never promises
+ * more time than the link has.
+ */
+function lifetimeOf(ttlMs: number): Lifetime {
+  const seconds = Math.max(1, Math.floor(ttlMs / 1000));
+  if (seconds % 3600 === 0) return { count: seconds / 3600, unit: 'hours' };
+  if (seconds >= 60) return { count: Math.floor(seconds / 60), unit: 'minutes' };
+  return { count: seconds, unit: 'seconds' };
+}
+
 const TEXTS = {
   en: {
     subject: (account: string) => `Your sign-in link for ${account}`,
-    body: (name: string, account: string, link: string, minutes: number) =>
+    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
       `Hello ${name},\n\nopen this link to sign in to ${account} on Leadline:\n\n${link}\n\n` +
-      `The link works once, within ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}. ` +
+      `The link works once, within ${lifetime.count} ${UNITS.en[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
       'If you did not ask for it, you can ignore this email.\n',
     pageTitle: 'This sign-in link cannot be used',
     pageBody: 'Sign-in links work once and only for a short time. Ask for a new link on the sign-in page.',
@@ -19,9 +42,9 @@ const TEXTS = {
   },
   de: {
     subject: (account: string) => `Ihr Anmeldelink für ${account}`,
-    body: (name: string, account: string, link: string, minutes: number) =>
+    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
       `Hallo ${name},\n\nmit diesem Link melden Sie sich bei ${account} in Leadline an:\n\n${link}\n\n` +
-      `Der Link gilt einmal, innerhalb von ${minutes} ${minutes === 1 ? 'Minute' : 'Minuten'}. ` +
+      `Der Link gilt einmal, innerhalb von ${lifetime.count} ${UNITS.de[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
       'Wenn Sie ihn nicht angefordert haben, können Sie diese E-Mail ignorieren.\n',
     pageTitle: 'Dieser Anmeldelink ist nicht mehr gültig',
     pageBody:
@@ -35,11 +58,10 @@ export function signInEmail(
   mail: { to: string; name: string; account: string; link: string; ttlMs: number },
 ): EmailContent {
   const texts = TEXTS[language];
-  const minutes = Math.max(1, Math.round(mail.ttlMs / 60_000));
   return {
     to: [mail.to],
     subject: texts.subject(mail.account),
-    text: texts.body(mail.name, mail.account, mail.link, minutes),
+    text: texts.body(mail.name, mail.account, mail.link, lifetimeOf(mail.ttlMs)),
   };
 }
 
