@@ -131,6 +131,52 @@ describe.each(TEST_DATABASES)('CRM automation configuration on %s', (kind) => {
     expect(retargeted.json()).toMatchObject({ enabled: true, action: { stage: 'S2' } });
   });
 
+  it('lets a disabled automation whose template names a field removed since be renamed, and checks it when enabled', async () => {
+    const account = await accountWithLeads(t, { modules: ['crm'] });
+    const TMP = {
+      name: 'Tmp',
+      fields: [
+        { key: 'a', label: 'A', type: 'text' },
+        { key: 'b', label: 'B', type: 'text' },
+      ],
+      pipelines: [{ name: 'Main', stages: ['S1', 'S2'] }],
+    };
+    const putTmp = (fields: object[]) =>
+      call(account, 'PUT', '/api/v1/settings/entities/tmp', { ...TMP, fields });
+    expect((await putTmp(TMP.fields)).statusCode).toBe(200);
+    const action = { type: 'note', body: 'Call about {{b}} ({{a}})' };
+    const created = await configure(account, {
+      name: 'n',
+      entity: 'tmp',
+      stage: 'S1',
+      action,
+      enabled: false,
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().id as string;
+    const removed = await putTmp([TMP.fields[0]!]);
+    expect(removed.statusCode, removed.body).toBe(200);
+
+    const renamed = await patch(account, id, { name: 'n-renamed' });
+    expect(renamed.statusCode, renamed.body).toBe(200);
+    expect(renamed.json()).toMatchObject({ name: 'n-renamed', enabled: false, action });
+    // As the console saves it: the whole action as it was, and another stage.
+    const resent = await patch(account, id, { name: 'n again', stage: 'S2', action });
+    expect(resent.statusCode, resent.body).toBe(200);
+    // A changed action is checked as a new one, disabled or not.
+    expect(refusal(await patch(account, id, { action: { type: 'note', body: 'Call {{b}} now' } }))).toEqual([
+      'action.body: unknown_field',
+    ]);
+    // Enabling checks the action again.
+    expect(refusal(await patch(account, id, { enabled: true }))).toEqual(['action.body: unknown_field']);
+    const mended = await patch(account, id, {
+      enabled: true,
+      action: { type: 'note', body: 'Call ({{a}})' },
+    });
+    expect(mended.statusCode, mended.body).toBe(200);
+    expect(mended.json()).toMatchObject({ enabled: true, action: { body: 'Call ({{a}})' } });
+  });
+
   it('refuses unknown query parameters on every S2 CRM route', async () => {
     const account = await accountWithLeads(t, { modules: ['crm'] });
     const record = await call(account, 'POST', '/api/v1/records', {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError, moduleNotEnabledInSetting, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
@@ -83,7 +84,7 @@ export interface AutomationSettings {
 type StoredAction = ActionInput & { stage_id?: string };
 
 function present(row: AutomationRow) {
-  const { stage_id: _, ...action } = row.config as unknown as StoredAction;
+  const action = withoutStageId(row.config as unknown as StoredAction);
   return {
     id: row.id,
     name: row.name,
@@ -254,6 +255,12 @@ function checkAction(
   return stored;
 }
 
+/** An action as it was given: the stored one without the id of a move's target stage. */
+function withoutStageId(stored: StoredAction): ActionInput {
+  const { stage_id: _, ...action } = stored;
+  return action;
+}
+
 /** Whether an action names the stored `move_stage` target (by its name or id, its pipeline by name or not at all). */
 function keepsTarget(action: ActionInput, stored: StoredAction): boolean {
   return (
@@ -284,7 +291,7 @@ function dependencyProblems(entity: EntityDef, row: AutomationRow): ValidationDe
       message: `${named} runs on stage ${row.stage} of ${row.pipeline}, which the definition leaves out`,
     });
   }
-  const { stage_id: _, ...action } = row.config as unknown as StoredAction;
+  const action = withoutStageId(row.config as unknown as StoredAction);
   const actionProblems: ValidationDetail[] = [];
   checkAction(entity, action, [], actionProblems);
   for (const problem of actionProblems) {
@@ -369,10 +376,20 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       } else problems.push(placement);
     }
     const actionProblems: ValidationDetail[] = [];
-    const action = checkAction(entity, settings.action, modules, actionProblems);
+    let action = checkAction(entity, settings.action, modules, actionProblems);
     const target = (problem: ValidationDetail) =>
       problem.key === 'action.stage' || problem.key === 'action.pipeline';
     if (
+      settings.enabled === false &&
+      storedAction &&
+      actionProblems.length > 0 &&
+      isDeepStrictEqual(settings.action, withoutStageId(storedAction))
+    ) {
+      // The action as saved, unchanged, on an automation that stays disabled: what changed since
+      // around it (a field its templates name removed from the entity, a module switched off)
+      // does not stop renaming it or changing its stage; enabling it checks the action again.
+      action = storedAction;
+    } else if (
       settings.enabled === false &&
       storedAction &&
       actionProblems.some(target) &&
@@ -838,7 +855,7 @@ export function createAutomationsService(deps: AutomationsServiceDeps) {
       permissions: readonly string[] | null,
     ) {
       const row = await load(accountId, id);
-      const { stage_id: _, ...storedAction } = row.config as unknown as StoredAction;
+      const storedAction = withoutStageId(row.config as unknown as StoredAction);
       // Any change of an automation that sends records (its stage, a re-enabled destination, a
       // new secret) is a change to what it sends, as any PATCH of an account webhook is.
       refuseActionBeyondKey((changes.action ?? storedAction).type, permissions);
