@@ -61,6 +61,7 @@ import {
   type ServiceScenarioName,
   serviceScenarios,
   settle,
+  settleAll,
   walKbPerRow,
   webhookIntakeScenario,
 } from './scenarios.ts';
@@ -274,10 +275,14 @@ async function stopProcess(child: ChildProcess, timeoutMs = 20_000): Promise<voi
   clearTimeout(timer);
 }
 
-/** A new PostgreSQL database, dropped at clean-up; `backends` lists the pids of its server processes. */
+/**
+ * A new PostgreSQL database, dropped at clean-up; `backends` lists the pids of its server
+ * processes, `serverProcesses` those of the whole server (autovacuum, writers, other databases).
+ */
 async function createDatabase(): Promise<{
   url: string;
   backends: () => Promise<number[]>;
+  serverProcesses: () => Promise<number[]>;
   checkpoint: () => Promise<void>;
   walPosition: () => Promise<number>;
 }> {
@@ -310,6 +315,8 @@ async function createDatabase(): Promise<{
       (
         await monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])
       ).rows.map((row) => row.pid),
+    serverProcesses: async () =>
+      (await monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity')).rows.map((row) => row.pid),
     checkpoint: async () => {
       await monitor.query('CHECKPOINT');
     },
@@ -881,8 +888,20 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   let databasePids: (() => Promise<number[]>) | undefined;
   let checkpoint: (() => Promise<void>) | undefined;
   let walPosition: (() => Promise<number>) | undefined;
+  /**
+   * PostgreSQL goes on after a run: autovacuum of the tables it wrote, the writers. Each run (and
+   * bulk's floor) waits until the whole server is idle, so that one run's aftermath does not fall
+   * into the next; a wait of more than 2 s is logged.
+   */
+  let databaseIdle: (() => Promise<void>) | undefined;
   if (kind === 'postgres') {
     const database = await createDatabase();
+    databaseIdle = async () => {
+      const started = Date.now();
+      await settleAll(database.serverProcesses, 60_000, 1_000);
+      const waited = Date.now() - started;
+      if (waited > 2_000) console.log(`  (waited ${(waited / 1000).toFixed(1)} s for PostgreSQL to be idle)`);
+    };
     walPosition = database.walPosition;
     serviceEnv.DATABASE_URL = database.url;
     baselineEnv.DATABASE_URL = database.url;
@@ -934,11 +953,12 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   let servicePeak = 0;
   let twin: Server | undefined;
   /**
-   * `quietFirst`: other service processes of the bench that must be idle before this one is
-   * measured. The growth runs alternate two services, and the one measured last went on working
-   * after its run (requests autocannon left, and on the embedded database an ANALYZE of the
-   * tables the run wrote, which its maintenance starts within 5 s): that work took CPU from the
-   * next run of the other. They are watched over a window longer than the maintenance interval.
+   * `quietFirst`: other server processes of the bench that must be idle before this one is
+   * measured. The rounds alternate the baseline and the service, the growth runs two services,
+   * and the one measured last went on working after its run (requests autocannon left, and on
+   * the embedded database an ANALYZE of the tables the run wrote, which its maintenance starts
+   * within 5 s): that work took CPU from the next run of the other. They are watched over a
+   * window longer than the maintenance interval.
    */
   const run = async (
     server: Server,
@@ -948,6 +968,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
   ): Promise<Measured> => {
     for (const other of quietFirst) await settle(other.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
     await settle(server.pid);
+    await databaseIdle?.();
     await preflight(server.url, scenario);
     return measure(server.url, scenario, {
       duration: DURATION,
@@ -1034,27 +1055,34 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       await checkpoint?.();
       await warmUp(baseline, base.single);
       await warmUp(service, scenarios['intake.single']);
+      // Baseline and service alternate: as in the growth runs, the one measured before must be
+      // idle first (requests autocannon left, the embedded database's maintenance after a run).
+      const bare = baseline;
+      const runBaseline = (scenario: Scenario) => run(bare, scenario, databasePids, service ? [service] : []);
+      const runService = (scenario: Scenario) => run(service!, scenario, databasePids, [bare]);
 
       // Each service scenario right after its baseline, so that both see the same machine load.
-      const baseSingle = await run(baseline, base.single);
+      const baseSingle = await runBaseline(base.single);
       for (const name of ['intake.single', 'intake.idempotent', 's1.intake.form'] as const) {
         if (!SCENARIOS.includes(name)) continue;
-        const measured = await run(service, scenarios[name]);
+        const measured = await runService(scenarios[name]);
         results.push(measured);
         if (name !== 'intake.single') continue;
         latencyPairs.push(pairOf(baseSingle, measured));
         for (let round = 2; round <= LATENCY_ROUNDS; round++) {
           const again = (scenario: Scenario) => ({ ...scenario, name: `${scenario.name} (round ${round})` });
-          const baselineAgain = await run(baseline, again(base.single));
-          const serviceAgain = await run(service, again(scenarios['intake.single']));
+          const baselineAgain = await runBaseline(again(base.single));
+          const serviceAgain = await runService(again(scenarios['intake.single']));
           latencyPairs.push(pairOf(baselineAgain, serviceAgain));
         }
       }
-      const baseBulk = await run(baseline, base.bulk);
+      const baseBulk = await runBaseline(base.bulk);
       // The storage floor of bulk, right between the multi-row baseline and the service's bulk:
       // the rows the service writes for those calls, by a client with no server in between.
       if (kind === 'postgres' && SCENARIOS.includes('intake.bulk100')) {
+        await settle(bare.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
         await settle(service.pid);
+        await databaseIdle?.();
         bulkFloor = await measureBulkFloor({
           databaseUrl: serviceEnv.DATABASE_URL!,
           accountId: account.id,
@@ -1071,8 +1099,8 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       for (const name of ['intake.bulk100', 'records.get', 'notes.by_email'] as const) {
         if (!SCENARIOS.includes(name)) continue;
         // The bare read right before the service's, so that both see the same machine load.
-        if (name === 'records.get') baseRead = await run(baseline, base.read);
-        results.push(await run(service, scenarios[name]));
+        if (name === 'records.get') baseRead = await runBaseline(base.read);
+        results.push(await runService(scenarios[name]));
         // The embedded database admits one process: its floor runs right after bulk with the
         // service stopped, in a process of its own; the service then starts again, warmed up.
         if (name === 'intake.bulk100' && kind === 'pglite') {

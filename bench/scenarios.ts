@@ -204,6 +204,29 @@ export async function settle(pid: number, maxMs = 30_000, windowMs = 500): Promi
   }
 }
 
+/**
+ * As `settle`, for a set of processes that changes (a PostgreSQL server's: its backends, its
+ * autovacuum workers, its writers), their CPU taken together: idle means under 5% of a core over
+ * `windowMs`; a process that started within the window counts with all its CPU.
+ */
+export async function settleAll(
+  pids: () => Promise<number[]>,
+  maxMs = 30_000,
+  windowMs = 1_000,
+): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  const quietTicks = Math.floor(windowMs / 200);
+  let before = new Map((await pids()).map((pid) => [pid, cpuTicksOf(pid)]));
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const now = new Map((await pids()).map((pid) => [pid, cpuTicksOf(pid)]));
+    let used = 0;
+    for (const [pid, ticks] of now) used += ticks - (before.get(pid) ?? 0);
+    if (used <= quietTicks) return;
+    before = now;
+  }
+}
+
 /** Sends one request of the scenario and checks the answer, so that a broken scenario fails loudly. */
 export async function preflight(url: string, scenario: Scenario): Promise<void> {
   const { path, body } = scenario.request.next();
