@@ -960,13 +960,14 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
    * within 5 s): that work took CPU from the next run of the other. They are watched over a
    * window longer than the maintenance interval.
    */
+  const quiet = (other: Server) => settle(other.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
   const run = async (
     server: Server,
     scenario: Scenario,
     pids = databasePids,
     quietFirst: Server[] = [],
   ): Promise<Measured> => {
-    for (const other of quietFirst) await settle(other.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
+    for (const other of quietFirst) await quiet(other);
     await settle(server.pid);
     await databaseIdle?.();
     await preflight(server.url, scenario);
@@ -1080,7 +1081,7 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
       // The storage floor of bulk, right between the multi-row baseline and the service's bulk:
       // the rows the service writes for those calls, by a client with no server in between.
       if (kind === 'postgres' && SCENARIOS.includes('intake.bulk100')) {
-        await settle(bare.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
+        await quiet(bare);
         await settle(service.pid);
         await databaseIdle?.();
         bulkFloor = await measureBulkFloor({

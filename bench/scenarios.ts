@@ -191,23 +191,15 @@ export function cpuTicksOf(pid: number): number {
  * would otherwise be measured as part of the next scenario. Idle means under 5% of a core over
  * `windowMs` (half a second unless said); gives up after `maxMs`.
  */
-export async function settle(pid: number, maxMs = 30_000, windowMs = 500): Promise<void> {
-  const deadline = Date.now() + maxMs;
-  // Clock ticks are 1/100 s: 5% of a core over 0.5 s is 2.5 ticks.
-  const quietTicks = Math.floor(windowMs / 200);
-  let before = cpuTicksOf(pid);
-  while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, windowMs));
-    const now = cpuTicksOf(pid);
-    if (now - before <= quietTicks) return;
-    before = now;
-  }
+export function settle(pid: number, maxMs = 30_000, windowMs = 500): Promise<void> {
+  return settleAll(async () => [pid], maxMs, windowMs);
 }
 
 /**
- * As `settle`, for a set of processes that changes (a PostgreSQL server's: its backends, its
- * autovacuum workers, its writers), their CPU taken together: idle means under 5% of a core over
- * `windowMs`; a process that started within the window counts with all its CPU.
+ * Waits until a set of processes that may change (one server, or a PostgreSQL server's backends,
+ * autovacuum workers and writers) is idle, their CPU taken together: under 5% of a core over
+ * `windowMs`; a process that started within the window counts with all its CPU. Gives up after
+ * `maxMs`.
  */
 export async function settleAll(
   pids: () => Promise<number[]>,
@@ -215,6 +207,7 @@ export async function settleAll(
   windowMs = 1_000,
 ): Promise<void> {
   const deadline = Date.now() + maxMs;
+  // Clock ticks are 1/100 s: 5% of a core over 0.5 s is 2.5 ticks.
   const quietTicks = Math.floor(windowMs / 200);
   let before = new Map((await pids()).map((pid) => [pid, cpuTicksOf(pid)]));
   while (Date.now() < deadline) {

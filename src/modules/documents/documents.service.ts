@@ -6,7 +6,7 @@ import { iso } from '../../http/schemas.ts';
 import { mapLimited } from '../../lib/concurrency.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import { documentSignature, SIGNED_URL_TTL_SECONDS } from '../auth/auth.service.ts';
-import { isFileType } from '../entities/entities.model.ts';
+import { type EntityDef, isFileType } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import type { Warning } from '../intake/intake.service.ts';
 import type { RecordsRepo } from '../records/records.repo.ts';
@@ -76,6 +76,11 @@ export interface DocumentsServiceDeps {
   now?: () => Date;
 }
 
+/** The keys of an entity's `file` fields: each holds one document (a `files` field collects). */
+function singleFileFieldsOf(entity: EntityDef | undefined): Set<string> {
+  return new Set((entity?.fields ?? []).filter((field) => field.type === 'file').map((field) => field.key));
+}
+
 export function createDocumentsService(deps: DocumentsServiceDeps) {
   const {
     db,
@@ -120,9 +125,7 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       : fileFields;
     // A `file` field holds one document: a call naming it twice is refused (which one was meant
     // is the sender's to say), before anything is fetched.
-    const singleFileFields = new Set(
-      entity.fields.filter((field) => field.type === 'file').map((field) => field.key),
-    );
+    const singleFileFields = singleFileFieldsOf(entity);
     const singleFieldNamedAt = new Map<string, number>();
     const warnings: Warning[] = [];
     const planned: { ref: DocumentRef; field: string | null }[] = [];
@@ -215,12 +218,9 @@ export function createDocumentsService(deps: DocumentsServiceDeps) {
       if (batch.items.length === 0) return 0;
       const write = async (executor: Executor) => {
         // A single-file field holds one document: the new one replaces what it had.
-        const singleFields = new Set<string>();
         const entityRecord = await records.find(ctx.accountId, recordId, executor);
-        if (entityRecord) {
-          const entity = await entities.find(ctx.accountId, entityRecord.entity_id, executor);
-          for (const field of entity?.fields ?? []) if (field.type === 'file') singleFields.add(field.key);
-        }
+        const entity = entityRecord && (await entities.find(ctx.accountId, entityRecord.entity_id, executor));
+        const singleFields = singleFileFieldsOf(entity);
         const unusedFiles: string[] = [];
         for (const field of new Set(batch.items.map((item) => item.field))) {
           if (field && singleFields.has(field)) {

@@ -149,6 +149,7 @@ export function createSourcesService({
    * ignored (`Web` and `web `): people could not tell the two apart in a record's `source`. Under
    * the account's lock, so that two requests at once cannot both take a name. The unique index
    * on lower(name) stays as a floor; sources alike only by blanks made before are kept.
+   * Answers how many sources the account has (creation bounds them).
    */
   async function refuseTakenName(accountId: string, name: string, tx: Executor, except?: string) {
     await repo.lockNames(accountId, tx);
