@@ -58,14 +58,14 @@ const STATEMENT = `
     FROM generate_series($3::bigint, $3::bigint + ${CALL_SIZE - 1}) AS n
   ), ins AS (
     INSERT INTO records (account_id, id, entity_id, name, fields, source, origin, email_lc, dedupe_key,
-      dedupe_unique, pipeline_id, stage_id, stage_entered_at)
+      dedupe_unique, pipeline_id, stage_id, stage_entered_at, created_by)
     SELECT $1::uuid, time_ordered_uuid(), $2::uuid, v.first_name || ' ' || v.last_name,
       jsonb_strip_nulls(jsonb_build_object(
         'first_name', v.first_name, 'last_name', v.last_name, 'email', v.email, 'phone', v.phone,
         'company', v.company, 'interest', v.interest, 'budget', v.budget, 'consent', v.consent,
         'move_in', v.move_in, 'message', v.message)),
       'api', '{}'::jsonb, lower(v.email), lower(v.email), $4::boolean, $5::uuid, $6::uuid,
-      CASE WHEN $6::uuid IS NULL THEN NULL ELSE now() END
+      CASE WHEN $6::uuid IS NULL THEN NULL ELSE now() END, $8::text
     FROM v ORDER BY n
     RETURNING id
   ), log_entry AS (
@@ -88,7 +88,7 @@ type Query = <Row>(text: string, values: unknown[]) => Promise<Row[]>;
 
 /**
  * The floor statement's parameters but the first row number: the account, the entity, whether
- * its duplicate rule makes the key unique, the first stage, and the run's tag.
+ * its duplicate rule makes the key unique, the first stage, the run's tag, and the creator.
  */
 async function floorParameters(
   query: Query,
@@ -105,6 +105,12 @@ async function floorParameters(
     options.accountId,
     entity.id,
   ]);
+  // The creator the service writes for a call with the account's key (history actor `api:<name>`).
+  const [key] = await query<{ name: string }>(
+    'SELECT name FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at LIMIT 1',
+    [options.accountId],
+  );
+  if (!key) throw new Error('floor: no API key');
   return (start) => [
     options.accountId,
     entity.id,
@@ -113,6 +119,7 @@ async function floorParameters(
     stage?.pipeline_id ?? null,
     stage?.stage_id ?? null,
     options.tag,
+    `api:${key.name}`,
   ];
 }
 

@@ -79,7 +79,7 @@ export async function seedRecords(
       const end = Math.min(target.rows, start + BATCH) - 1;
       await sql`
         INSERT INTO records (account_id, id, entity_id, name, fields, source, origin, email_lc, dedupe_key,
-          dedupe_unique, pipeline_id, stage_id, stage_entered_at, created_at, updated_at)
+          dedupe_unique, pipeline_id, stage_id, stage_entered_at, created_at, updated_at, created_by)
         SELECT ${target.accountId}::uuid, time_ordered_uuid(v.at), ${entity.id}::uuid, v.first_name || ' ' || v.last_name,
           jsonb_strip_nulls(jsonb_build_object(
             'first_name', v.first_name, 'last_name', v.last_name, 'email', v.email, 'phone', v.phone,
@@ -87,7 +87,7 @@ export async function seedRecords(
             'move_in', v.move_in, 'message', v.message)),
           'api', '{}'::jsonb, lower(v.email), lower(v.email), ${dedupeUnique},
           ${stage?.pipeline_id ?? null}::uuid, ${stage?.stage_id ?? null}::uuid,
-          CASE WHEN ${stage?.stage_id ?? null}::uuid IS NULL THEN NULL ELSE v.at END, v.at, v.at
+          CASE WHEN ${stage?.stage_id ?? null}::uuid IS NULL THEN NULL ELSE v.at END, v.at, v.at, 'api:seed'
         FROM (
           SELECT
             (ARRAY['Ada','Bo','Cyra','Dan','Eva','Finn','Greta','Hugo'])[1 + n % 8] AS first_name,

@@ -157,6 +157,8 @@ export interface RecordsTable {
   stage_entered_at: NullableTimestamp;
   assignee_id: string | null;
   viewer_ids: ColumnType<string[], string[] | undefined, string[]>;
+  /** The history's actor of the creation (migration 0032); NULL on rows from before. */
+  created_by: string | null;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

@@ -538,6 +538,7 @@ export function createIntakeService({
       stageId: placement?.stage.id ?? null,
       assigneeId: prepared.assigneeId,
       viewerIds: prepared.viewerIds,
+      createdBy: historyActor(ctx),
     };
   }
 
@@ -641,7 +642,7 @@ export function createIntakeService({
         recordId,
         type: 'note_added',
         message: truncate(note.body, 500),
-        ...(ctx.actor ? { actor: ctx.actor } : {}),
+        actor: historyActor(ctx),
         data: { sender: ctx.actor ? 'user' : 'api', sender_name: ctx.keyName, tag: note.tag ?? null },
       })),
       tx,

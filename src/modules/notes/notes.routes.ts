@@ -28,7 +28,7 @@ export const notesRoutes: FastifyPluginAsyncTypebox<{ notes: NotesService }> = a
           keyName: senderNameOf(caller),
           requestId: request.id,
           key: keyOf(caller),
-          actor: caller.kind === 'session' ? actorOf(caller) : undefined,
+          actor: actorOf(caller),
         },
         {
           body: request.body.body,

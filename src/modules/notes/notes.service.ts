@@ -34,7 +34,7 @@ export interface NoteSender {
   /** The API key's name, shown beside the sender `api` in the record's history. */
   keyName: string | null;
   requestId: string;
-  /** The history's actor when not the API (`automation:<name>`, `user:<email>` for a signed-in person). */
+  /** The history's actor (`api:<key name>`, `automation:<name>`, `user:<email>`); `api` when not given. */
   actor?: string;
   /**
    * The API key the note comes with. `checked` false: it was taken from memory and must be
@@ -79,13 +79,20 @@ function checkMatches(ids: string[], entity?: string) {
   }
 }
 
+/** The sender type a note's history entry names: a person, an automation, else the API. */
+function senderTypeOf(actor: string | undefined): 'user' | 'automation' | 'api' {
+  if (actor?.startsWith('user:')) return 'user';
+  if (actor?.startsWith('automation:')) return 'automation';
+  return 'api';
+}
+
 /** The `note_added` history entry of a note. */
 function noteEvent(sender: NoteSender, input: NoteInput, kind: string) {
   return {
     message: truncate(input.body, 500),
     actor: sender.actor ?? 'api',
     data: {
-      sender: sender.actor ? (sender.actor.startsWith('user:') ? 'user' : 'automation') : 'api',
+      sender: senderTypeOf(sender.actor),
       sender_name: sender.keyName,
       kind,
       request_id: sender.requestId,

@@ -86,7 +86,10 @@ export function createRecordsApi({
               credential.kind === 'api_key' || credential.kind === 'session'
                 ? senderNameOf(credential)
                 : null,
-            actor: credential.kind === 'session' ? actorOf(credential) : undefined,
+            actor:
+              credential.kind === 'api_key' || credential.kind === 'session'
+                ? actorOf(credential)
+                : undefined,
             requestId: ctx.requestId,
           },
           { body: body.note, record: leadId },

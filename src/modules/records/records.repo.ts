@@ -25,6 +25,8 @@ export interface NewRecordRow {
   stageId: string | null;
   assigneeId: string | null;
   viewerIds: string[];
+  /** Who created it, as the history names actors (`api:<key name>`, `source:<name>`, `user:<email>`). */
+  createdBy: string;
 }
 
 /** A value all items of a grouped statement share, or NOT_SHARED. */
@@ -168,11 +170,13 @@ export function createRecordsRepo(db: Executor) {
           ) AS live
         ), ins AS (
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
-            dedupe_key, dedupe_unique, duplicate_of, pipeline_id, stage_id, stage_entered_at, assignee_id, viewer_ids)
+            dedupe_key, dedupe_unique, duplicate_of, pipeline_id, stage_id, stage_entered_at, assignee_id, viewer_ids,
+            created_by)
           SELECT ${accountId}, ${row.id}, ${row.entityId}, ${row.name}, ${toJson(row.fields)}::jsonb, ${row.source},
             ${row.sourceId}, ${toJson(row.origin)}::jsonb, ${row.externalId}, ${row.emailLc}, ${row.dedupeKey},
             ${row.dedupeUnique}, ${row.duplicateOf}, ${row.pipelineId}, ${row.stageId},
-            CASE WHEN ${row.stageId}::uuid IS NULL THEN NULL ELSE now() END, ${row.assigneeId}, ${row.viewerIds}::uuid[]
+            CASE WHEN ${row.stageId}::uuid IS NULL THEN NULL ELSE now() END, ${row.assigneeId}, ${row.viewerIds}::uuid[],
+            ${row.createdBy}
           FROM key_live WHERE key_live.live
           ON CONFLICT DO NOTHING
           RETURNING id, created_at${webhooks.length > 0 ? sql`, name, fields, source` : sql``}
@@ -196,7 +200,7 @@ export function createRecordsRepo(db: Executor) {
           FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
         ), note_events AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
+          SELECT ${accountId}, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), ${row.createdBy}::text,
             jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
           FROM ins, jsonb_array_elements(${toJson(extras.notes)}::jsonb) AS n
         ), log_entry AS (
@@ -280,7 +284,8 @@ export function createRecordsRepo(db: Executor) {
           | 'request_id'
           | 'endpoint'
           | 'entity_key'
-          | 'key_id']: Shared<string>;
+          | 'key_id'
+          | 'created_by']: Shared<string>;
       } & { dedupe_unique: Shared<boolean>; origin_empty: boolean } = {
         entity_id: first.row.entityId,
         source: first.row.source ?? undefined,
@@ -292,6 +297,7 @@ export function createRecordsRepo(db: Executor) {
         endpoint: first.log?.endpoint,
         entity_key: first.entityKey,
         key_id: first.uncheckedKeyId ?? undefined,
+        created_by: first.row.createdBy,
         origin_empty: isEmptyObject(first.row.origin),
       };
       for (const item of items) {
@@ -305,6 +311,7 @@ export function createRecordsRepo(db: Executor) {
         if (item.log?.endpoint !== shareable.endpoint) shareable.endpoint = NOT_SHARED;
         if (item.entityKey !== shareable.entity_key) shareable.entity_key = NOT_SHARED;
         if ((item.uncheckedKeyId ?? undefined) !== shareable.key_id) shareable.key_id = NOT_SHARED;
+        if (item.row.createdBy !== shareable.created_by) shareable.created_by = NOT_SHARED;
         if (shareable.origin_empty && !isEmptyObject(item.row.origin)) shareable.origin_empty = false;
       }
       const own = <T>(value: T, shared: Shared<unknown>): T | undefined =>
@@ -335,6 +342,7 @@ export function createRecordsRepo(db: Executor) {
         warnings: item.log?.warnings,
         log_status: item.log?.statusCode,
         key_id: own(item.uncheckedKeyId ?? undefined, shareable.key_id),
+        created_by: own(item.row.createdBy, shareable.created_by),
         answer_scope: item.answer?.scope,
         answer_key: item.answer?.key,
         answer_hash: item.answer?.requestHash,
@@ -361,12 +369,13 @@ export function createRecordsRepo(db: Executor) {
             COALESCE(endpoint, ${sharedOf(shareable.endpoint)}::text) AS endpoint,
             COALESCE(entity_key, ${sharedOf(shareable.entity_key)}::text) AS entity_key, warnings, log_status,
             COALESCE(key_id, ${sharedOf(shareable.key_id)}::uuid) AS key_id,
+            COALESCE(created_by, ${sharedOf(shareable.created_by)}::text) AS created_by,
             answer_scope, answer_key, answer_hash, answer_status, answer_body, answer_ttl_hours
           FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             notes jsonb, request_id text, endpoint text, entity_key text,
-            warnings jsonb, log_status int, key_id uuid, answer_scope text, answer_key text, answer_hash text,
+            warnings jsonb, log_status int, key_id uuid, created_by text, answer_scope text, answer_key text, answer_hash text,
             answer_status int, answer_body jsonb, answer_ttl_hours int)
         ), live AS (
           SELECT * FROM given
@@ -395,9 +404,10 @@ export function createRecordsRepo(db: Executor) {
         )`
         }, plain_ins AS (
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
-            dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at, created_by)
           SELECT ${accountId}::uuid, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
-            dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END,
+            created_by
           FROM input WHERE NOT claims ORDER BY ord
           ON CONFLICT DO NOTHING
           RETURNING id, created_at
@@ -407,9 +417,10 @@ export function createRecordsRepo(db: Executor) {
           -- Without ON CONFLICT: a record a unique rule refuses fails the whole statement, so that
           -- no stored answer names a record that was not written (each item is then taken alone).
           INSERT INTO records (account_id, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
-            dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at)
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, stage_entered_at, created_by)
           SELECT ${accountId}::uuid, id, entity_id, name, fields, source, source_id, origin, external_id, email_lc,
-            dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END
+            dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END,
+            created_by
           FROM input WHERE claims ORDER BY ord
           RETURNING id, created_at
         ), ins AS (
@@ -440,7 +451,7 @@ export function createRecordsRepo(db: Executor) {
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
         ), note_events AS (
           INSERT INTO record_events (account_id, id, record_id, type, message, actor, data)
-          SELECT ${accountId}::uuid, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), 'api',
+          SELECT ${accountId}::uuid, time_ordered_uuid(), ins.id, 'note_added', left(n->>'body', 500), input.created_by,
             jsonb_build_object('sender', 'api', 'sender_name', n->'senderName', 'tag', n->'tag')
           FROM ins JOIN input USING (id), jsonb_array_elements(input.notes) AS n
         )`
@@ -637,6 +648,7 @@ export function createRecordsRepo(db: Executor) {
           stage_entered_at: row.stageId ? new Date() : null,
           assignee_id: row.assigneeId,
           viewer_ids: row.viewerIds,
+          created_by: row.createdBy,
         })
         .returning(['id', 'created_at', 'updated_at'])
         .executeTakeFirstOrThrow();
@@ -1083,7 +1095,7 @@ export function createRecordsReadRepo(db: Executor) {
           WHERE account_id = ${accountId} AND record_id = ${recordId}
           UNION ALL
           SELECT id, 'lead_created', 'Created from ' || source,
-            CASE WHEN source_id IS NULL THEN 'api' ELSE 'source:' || source END,
+            COALESCE(created_by, CASE WHEN source_id IS NULL THEN 'api' ELSE 'source:' || source END),
             jsonb_build_object('source', source), created_at, 0 FROM records
           WHERE account_id = ${accountId} AND id = ${recordId}
         ) AS history
