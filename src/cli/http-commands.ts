@@ -794,6 +794,27 @@ secret (shown once): ${webhook.secret}`,
       return { json: result, text: `delivered: ${answer.trim()} (${result.duration_ms} ms)` };
     },
   },
+  'webhooks recover': {
+    usage: 'leads webhooks recover WEBHOOK_ID --since TIME [--until TIME]',
+    positionals: ['WEBHOOK_ID'],
+    options: { since: { type: 'string' }, until: { type: 'string' } },
+    async run(connection, values, [id]) {
+      const body: Row = { since: required(values.since, 'since') };
+      if (typeof values.until === 'string') body.until = values.until;
+      const result = (await call(
+        connection,
+        'key',
+        'POST',
+        `/api/v1/settings/webhooks/${encodeURIComponent(id!)}/recover`,
+        body,
+      )) as Row;
+      // One call a run: messages that fail again meanwhile are failed again, and a loop would
+      // take them once more.
+      const more =
+        result.more === true ? '; more failed messages wait: run it again once these are sent' : '';
+      return { json: result, text: `${result.requeued} failed messages queued for one more attempt${more}` };
+    },
+  },
   'webhooks attempts': attemptsCommand('webhooks attempts', 'WEBHOOK_ID', '/api/v1/settings/webhooks'),
   'webhooks delete': {
     usage: 'leads webhooks delete WEBHOOK_ID',

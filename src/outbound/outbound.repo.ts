@@ -258,6 +258,46 @@ export function createOutboundRepo(db: Executor) {
     },
 
     /**
+     * Requeues for one more attempt each, due now, the failed messages to a destination that were
+     * written within [since, until): at most `limit`, oldest first. Found through their failed
+     * attempts (every failed message has one: the destination's attempt index), so that no index
+     * on the messages is added for this. A test message, and a message whose module follows its
+     * outcome (`notify`), is left as it is. Answers the ids requeued and whether more wait.
+     */
+    async requeueFailed(
+      accountId: string,
+      destinationId: string,
+      window: { since: Date; until: Date },
+      limit: number,
+      tx: Executor = db,
+    ): Promise<{ ids: string[]; more: boolean }> {
+      const result = await sql<{ id: string; more: boolean }>`
+        WITH candidates AS (
+          SELECT DISTINCT message_id FROM outbound_attempts
+          WHERE account_id = ${accountId}::uuid AND destination_id = ${destinationId}::uuid
+            AND outcome = 'failed' AND created_at >= ${window.since}::timestamptz
+        ), failed AS (
+          SELECT m.account_id, m.id, m.created_at FROM outbound_messages m
+          JOIN candidates c ON m.id = c.message_id
+          WHERE m.account_id = ${accountId}::uuid AND m.destination_id = ${destinationId}::uuid
+            AND m.status = 'failed' AND m.notify IS NULL AND m.event_type <> 'webhook.test'
+            AND m.created_at >= ${window.since}::timestamptz AND m.created_at < ${window.until}::timestamptz
+        ), picked AS (
+          SELECT account_id, id FROM failed ORDER BY created_at, id LIMIT ${limit}
+        ), requeued AS (
+          UPDATE outbound_messages m
+          SET status = 'pending', next_attempt_at = now(), finished_at = NULL, claim_id = NULL,
+            claimed_until = NULL, max_attempts = m.attempts + 1
+          FROM picked
+          WHERE m.account_id = picked.account_id AND m.id = picked.id AND m.status = 'failed'
+          RETURNING m.id
+        )
+        SELECT id, (SELECT count(*) FROM failed) > ${limit} AS more FROM requeued`.execute(tx);
+      const more = result.rows[0]?.more ?? false;
+      return { ids: result.rows.map((row) => row.id), more };
+    },
+
+    /**
      * Ends pending messages without another attempt (their purpose is gone, such as a retired
      * partner's deliveries): failed with `error`. A message a sender holds is taken from it too;
      * that sender's attempt then finds its claim lost and writes nothing. Answers the ids ended.

@@ -519,6 +519,21 @@ export function createOutboundService(db: Db, options: OutboundOptions) {
     },
 
     /**
+     * Requeues a destination's failed messages written within the window for one more attempt
+     * each (see repo.requeueFailed); the dispatcher looks for them at once.
+     */
+    async requeueFailed(
+      accountId: string,
+      destinationId: string,
+      window: { since: Date; until: Date },
+      limit: number,
+    ) {
+      const requeued = await repo.requeueFailed(accountId, destinationId, window, limit);
+      if (requeued.ids.length > 0) enqueued();
+      return requeued;
+    },
+
+    /**
      * A page of the attempts of a destination's messages or of one origin's (an automation's),
      * newest first, as the attempts listings answer it.
      */

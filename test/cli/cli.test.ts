@@ -84,6 +84,7 @@ const COMMANDS = [
   'webhooks create',
   'webhooks list',
   'webhooks test',
+  'webhooks recover',
   'webhooks attempts',
   'webhooks delete',
   'partners list',
@@ -829,6 +830,21 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
         expect(newest.attempts).toHaveLength(1);
         expect(newest.next_cursor).toEqual(expect.any(String));
         expect((await client('webhooks', 'attempts', id!, '--limit', 'x')).code).toBe(2);
+        // Test messages are not resent: nothing failed here to recover.
+        const since = new Date(Date.now() - 60_000).toISOString();
+        const recovered = await client('webhooks', 'recover', id!, '--since', since);
+        expect(recovered).toMatchObject({ code: 0, stderr: '' });
+        expect(recovered.stdout).toBe('0 failed messages queued for one more attempt\n');
+        expect(
+          JSON.parse((await client('webhooks', 'recover', id!, '--since', since, '--json')).stdout),
+        ).toEqual({
+          requeued: 0,
+          more: false,
+        });
+        expect((await client('webhooks', 'recover', id!)).code).toBe(2);
+        const backwards = await client('webhooks', 'recover', id!, '--since', since, '--until', since);
+        expect(backwards.code).toBe(1);
+        expect(backwards.stderr).toContain('422 validation_failed');
         expect((await client('webhooks', 'delete', id!)).stdout).toBe(`webhook ${id} deleted\n`);
         expect((await client('webhooks', 'list')).stdout).not.toContain(receiver.url);
         const unknown = await client('webhooks', 'create', '--endpoint', receiver.url, '--events', 'nope');

@@ -4,6 +4,8 @@ import { accountIdOf } from '../../http/auth.ts';
 import { IdParams, MessageAttemptList, PageQuery, s2Errors } from '../../http/schemas.ts';
 import {
   CreateWebhookBody,
+  RecoveredWebhook,
+  RecoverWebhookBody,
   UpdatedWebhook,
   UpdateWebhookBody,
   Webhook,
@@ -103,6 +105,25 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhooksServi
       },
     },
     async (request) => webhooks.test(accountIdOf(request), request.params.id),
+  );
+
+  app.post(
+    '/api/v1/settings/webhooks/:id/recover',
+    {
+      // It sends records out again, as a subscription does.
+      config: { auth: subscribing },
+      schema: {
+        tags,
+        summary: "Queue the webhook's failed messages of a time window for one more attempt each",
+        description:
+          'After an outage of the receiver: each failed message written within [since, until) is sent once more, with its own id (a receiver that kept it can tell), oldest first, at most 1,000 a call (`more` says whether to call again). The webhook must be enabled (409 `conflict`). Test messages are not resent.',
+        params: IdParams,
+        body: RecoverWebhookBody,
+        response: { 202: RecoveredWebhook, ...s2Errors },
+      },
+    },
+    async (request, reply) =>
+      reply.code(202).send(await webhooks.recover(accountIdOf(request), request.params.id, request.body)),
   );
 
   app.get(

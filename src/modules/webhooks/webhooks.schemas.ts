@@ -67,6 +67,38 @@ export const UpdatedWebhook = Type.Object({
 
 export const WebhookList = Type.Object({ webhooks: Type.Array(Webhook), next_cursor: NextCursor });
 
+/** Failed messages requeued by one recovery call; a larger backlog takes further calls. */
+export const MAX_RECOVERED = 1_000;
+
+export const RecoverWebhookBody = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      maxLength: 64,
+      description:
+        'Requeue the messages that failed among those written from this time (ISO 8601 with an offset); messages are kept 30 days',
+    }),
+    until: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description: 'Up to this time, not included (default: now)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const RecoveredWebhook = Type.Object({
+  requeued: Type.Integer({
+    minimum: 0,
+    description: `Failed messages queued for one more attempt each, oldest first (at most ${MAX_RECOVERED} a call)`,
+  }),
+  more: Type.Boolean({
+    description: 'Whether more failed messages of the window wait: call again for the next ones',
+  }),
+});
+
 export const WebhookTestResult = Type.Object({
   message_id: Uuid,
   delivered: Type.Boolean(),

@@ -4,7 +4,7 @@ import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
 import { writtenHttpUrl } from '../../lib/url.ts';
 import { ACCOUNT_WEBHOOK, type OutboundService, WEBHOOK_EVENTS } from '../../outbound/outbound.service.ts';
-import { MAX_WEBHOOKS } from './webhooks.schemas.ts';
+import { MAX_RECOVERED, MAX_WEBHOOKS } from './webhooks.schemas.ts';
 
 type DestinationRow = NonNullable<Awaited<ReturnType<OutboundService['repo']['findDestination']>>>;
 
@@ -164,6 +164,30 @@ export function createWebhooksService({ db, outbound }: { db: Db; outbound: Outb
         error: result.error,
         duration_ms: result.durationMs,
       };
+    },
+
+    /**
+     * Queues the webhook's failed messages written within the window for one more attempt each,
+     * as after an outage of its receiver, at most MAX_RECOVERED a call. A disabled webhook is
+     * refused: its messages would fail again at once, unsent.
+     */
+    async recover(accountId: string, id: string, input: { since: string; until?: string }) {
+      const row = await find(accountId, id);
+      const since = new Date(input.since);
+      const until = input.until === undefined ? new Date() : new Date(input.until);
+      if (until <= since) {
+        throw new AppError('validation_failed', {
+          details: [{ key: 'until', reason: 'out_of_range', message: '`until` must be later than `since`' }],
+        });
+      }
+      if (!row.enabled) {
+        throw new AppError('conflict', {
+          message:
+            'The webhook is disabled: enable it (PATCH {"enabled": true}) before recovering its messages',
+        });
+      }
+      const requeued = await outbound.requeueFailed(accountId, id, { since, until }, MAX_RECOVERED);
+      return { requeued: requeued.ids.length, more: requeued.more };
     },
 
     async attempts(accountId: string, id: string, limit: number, cursor: string | undefined) {

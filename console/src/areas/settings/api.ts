@@ -110,6 +110,10 @@ export interface Webhook {
   updated_at: string;
   secret?: string;
 }
+export interface WebhookRecovery {
+  requeued: number;
+  more: boolean;
+}
 export interface WebhookTestResult {
   message_id: string;
   delivered: boolean;

@@ -1,5 +1,5 @@
 // Account webhooks (decisions §12): list, create (secret shown once), edit, rotate the secret,
-// delete, send a test, and each subscription's recent attempts.
+// delete, send a test, resend what failed, and each subscription's recent attempts.
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Button, Checkbox, CheckboxGroup, Label } from 'react-aria-components';
@@ -12,7 +12,7 @@ import { TextField } from '../../ui/fields.tsx';
 import { Loading, PageTitle } from '../../ui/pages.tsx';
 import { type ColumnDef, DataTable } from '../../ui/table.tsx';
 import { useToast } from '../../ui/toast.tsx';
-import { WEBHOOK_EVENTS, type Webhook, type WebhookTestResult } from './api.ts';
+import { WEBHOOK_EVENTS, type Webhook, type WebhookRecovery, type WebhookTestResult } from './api.ts';
 import { messages } from './messages.ts';
 import { CheckboxField, ConfirmButton, errorsOf, SecretOnce, SettingsNav } from './parts.tsx';
 
@@ -299,6 +299,75 @@ function WebhookDetail({ hook }: { hook: Webhook }) {
           ) : null}
         </div>
       </section>
+      <RecoverPanel hook={hook} />
     </>
+  );
+}
+
+/** A `datetime-local` control's value (the browser's wall clock, to the minute) for a time. */
+function localMinute(time: Date): string {
+  const local = new Date(time.getTime() - time.getTimezoneOffset() * 60_000);
+  return local.toISOString().slice(0, 16);
+}
+
+/**
+ * Resending the messages that failed since a time (after the receiver's outage), one more
+ * attempt each. Preset to an hour before the endpoint started failing (a message written just
+ * before its first failure counts), else to the last 24 hours; a wider window costs nothing, as
+ * only failed messages are sent.
+ */
+function RecoverPanel({ hook }: { hook: Webhook }) {
+  const t = useT(messages);
+  const client = useQueryClient();
+  const [since, setSince] = useState(() =>
+    localMinute(
+      new Date(hook.failing_since ? Date.parse(hook.failing_since) - 3_600_000 : Date.now() - 86_400_000),
+    ),
+  );
+  const recover = useMutation({
+    // The control holds the browser's wall-clock time; the service takes it with its offset.
+    mutationFn: () =>
+      api<WebhookRecovery>(`${BASE}/${hook.id}/recover`, {
+        method: 'POST',
+        body: { since: new Date(since).toISOString() },
+      }),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: [...WEBHOOKS, hook.id, 'attempts'] });
+    },
+  });
+  const sinceTime = new Date(since);
+  const valid = since !== '' && !Number.isNaN(sinceTime.getTime()) && sinceTime.getTime() < Date.now();
+  return (
+    <section className="panel form" aria-labelledby="recover-webhook">
+      <h2 id="recover-webhook">{t('recoverWebhook')}</h2>
+      <p className="muted">{t('recoverWebhookHelp')}</p>
+      <TextField
+        label={t('failedSince')}
+        type="datetime-local"
+        value={since}
+        onChange={setSince}
+        isRequired
+        error={since !== '' && !valid ? t('failedSinceInvalid') : null}
+      />
+      <div>
+        <Button
+          className="button secondary"
+          isDisabled={recover.isPending || !valid || !hook.enabled}
+          onPress={() => recover.mutate()}
+        >
+          {recover.isPending ? t('sending') : t('resendFailed')}
+        </Button>
+      </div>
+      {hook.enabled ? null : <p className="muted">{t('recoverNeedsEnabled')}</p>}
+      <div role="status">
+        {recover.data ? (
+          <p className="notice">
+            {t('recovered', { count: recover.data.requeued })}
+            {recover.data.more ? ` ${t('recoveredMore')}` : ''}
+          </p>
+        ) : null}
+      </div>
+      <ErrorText error={recover.error} />
+    </section>
   );
 }
