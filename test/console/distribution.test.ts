@@ -126,7 +126,9 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))('the console: distribu
       expect(await deliveryStatus(newest.id)).toBe('returned');
       // The row now says so, and offers no second return.
       await (await returnRow(page, newest.record_id)).getByText('returned').waitFor();
-      expect(await (await returnRow(page, newest.record_id)).getByRole('button').count()).toBe(0);
+      expect(
+        await (await returnRow(page, newest.record_id)).getByRole('button', { name: /^Return/ }).count(),
+      ).toBe(0);
       await screenshot(page, `deliveries-returned-${kind}`);
 
       // The deadline becomes 0: the service refuses, and the screen says why.
@@ -155,6 +157,37 @@ describe.skipIf(!hasChromium).each(oneDatabase('pglite'))('the console: distribu
       await context.close();
     }
     await call('PUT', '/api/v1/settings/distributions/lead', { return_deadline_days: 14 });
+  });
+
+  it("shows a delivery's attempts, as the receiver answered them, to every role", async () => {
+    // The delivery the test before could not return: delivered over a webhook to a real receiver.
+    const [newest] = (await call('GET', '/api/v1/distribution/deliveries?status=delivered')).body
+      .deliveries as [{ id: string; record_id: string }];
+    const { context, page } = await open('viewer', '/deliveries');
+    try {
+      await page.getByRole('heading', { level: 1, name: 'Deliveries' }).waitFor();
+      const row = await returnRow(page, newest.record_id);
+      await row.getByRole('button', { name: /^Attempts of the delivery to / }).click();
+      const panel = page.getByRole('region', { name: /^Attempts of the delivery to Receiver / });
+      await panel.waitFor();
+      // The panel's title takes the focus, so that a keyboard user lands in it.
+      expect(await page.evaluate('document.activeElement.id')).toBe('delivery-attempts-panel');
+      const attempt = panel.getByRole('grid', { name: 'Recent attempts' }).getByRole('row').filter({
+        hasText: 'delivered',
+      });
+      await attempt.waitFor();
+      expect(await attempt.textContent()).toContain('200');
+      expect(await attempt.textContent()).toContain('record.delivered');
+      const listed = (await call('GET', `/api/v1/distribution/deliveries/${newest.id}/attempts`)).body
+        .attempts;
+      expect(listed).toHaveLength(1);
+      await checkAccessibility(page, 'deliveries with a delivery’s attempts');
+      await page.getByRole('button', { name: 'Close' }).click();
+      await expect.poll(() => panel.count()).toBe(0);
+      expect(pageProblems(page)).toEqual([]);
+    } finally {
+      await context.close();
+    }
   });
 
   it('offers a viewer no return, at 375 px and in German, and hides the setup from non-admins', async () => {

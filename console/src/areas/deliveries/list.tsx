@@ -1,6 +1,6 @@
 // The delivery list: the filters of GET /api/v1/distribution/deliveries (kept in the address, so
-// that a filtered list can be linked), columns the person picks, cursor pages, and a return
-// action for roles that may return.
+// that a filtered list can be linked), columns the person picks, cursor pages, each delivery's
+// attempts, and a return action for roles that may return.
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Button } from 'react-aria-components';
@@ -8,6 +8,7 @@ import { Link, useSearchParams } from 'react-router';
 import { ApiError, api, fieldErrors } from '../../lib/api.ts';
 import { useFormat, useT } from '../../lib/i18n.tsx';
 import { useSession } from '../../lib/session.tsx';
+import { MessageAttempts } from '../../ui/attempts.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
 import { PageTitle } from '../../ui/pages.tsx';
@@ -49,6 +50,7 @@ export function DeliveriesList() {
   >;
   const pages = useCursorPages();
   const [returning, setReturning] = useState<Delivery | null>(null);
+  const [inspecting, setInspecting] = useState<Delivery | null>(null);
 
   const list = useQuery({
     queryKey: [...DELIVERIES_KEY, filter, pages.cursor],
@@ -106,24 +108,30 @@ export function DeliveriesList() {
       defaultVisible: false,
     },
     { id: 'error', label: t('error'), render: (r) => r.error ?? '', defaultVisible: false },
-    ...(mayReturn
-      ? [
-          {
-            id: 'actions',
-            label: t('actions'),
-            render: (r: Delivery) =>
-              r.status === 'delivered' ? (
-                <Button
-                  className="button secondary"
-                  aria-label={t('returnLabel', { partner: r.partner, date: format.dateTime(r.created_at) })}
-                  onPress={() => setReturning(r)}
-                >
-                  {t('return')}
-                </Button>
-              ) : null,
-          },
-        ]
-      : []),
+    {
+      id: 'actions',
+      label: t('actions'),
+      render: (r: Delivery) => (
+        <span className="row-actions">
+          <Button
+            className="button secondary"
+            aria-label={t('showAttemptsLabel', { partner: r.partner, date: format.dateTime(r.created_at) })}
+            onPress={() => setInspecting(r)}
+          >
+            {t('showAttempts')}
+          </Button>
+          {mayReturn && r.status === 'delivered' ? (
+            <Button
+              className="button secondary"
+              aria-label={t('returnLabel', { partner: r.partner, date: format.dateTime(r.created_at) })}
+              onPress={() => setReturning(r)}
+            >
+              {t('return')}
+            </Button>
+          ) : null}
+        </span>
+      ),
+    },
   ];
   const choice = useColumnChoice('leadline.deliveries.columns', columns);
 
@@ -173,6 +181,9 @@ export function DeliveriesList() {
       {returning ? (
         <ReturnPanel key={returning.id} delivery={returning} onDone={() => setReturning(null)} />
       ) : null}
+      {inspecting ? (
+        <AttemptsPanel key={inspecting.id} delivery={inspecting} onDone={() => setInspecting(null)} />
+      ) : null}
       <PagedTable
         query={list}
         rowsOf={(data) => data.deliveries}
@@ -181,6 +192,34 @@ export function DeliveriesList() {
         columns={choice.visible}
         rowId={(r) => r.id}
         empty={t('noDeliveries')}
+      />
+    </section>
+  );
+}
+
+/** One delivery's attempts (GET /api/v1/distribution/deliveries/{id}/attempts), newest first. */
+function AttemptsPanel({ delivery, onDone }: { delivery: Delivery; onDone(): void }) {
+  const t = useT(messages);
+  const format = useFormat();
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Opened from a row's button: the panel's title takes the focus, as the return panel's does.
+  useEffect(() => heading.current?.focus(), []);
+  const title = t('attemptsTitle', { partner: delivery.partner, date: format.dateTime(delivery.created_at) });
+  return (
+    <section className="panel" aria-labelledby="delivery-attempts-panel">
+      <div className="page-title">
+        <h2 id="delivery-attempts-panel" ref={heading} tabIndex={-1}>
+          {title}
+        </h2>
+        <Button className="button secondary" onPress={onDone}>
+          {t('close')}
+        </Button>
+      </div>
+      <MessageAttempts
+        url={`/api/v1/distribution/deliveries/${delivery.id}/attempts`}
+        queryKey={[...DELIVERIES_KEY, delivery.id, 'attempts']}
+        headingId="delivery-attempts"
+        headingLevel={3}
       />
     </section>
   );
