@@ -529,7 +529,17 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
       }
       return {
         json: { entities: applied },
-        text: applied.map((e) => `applied ${e.key}`).join('\n'),
+        // The service's warnings (stored values the change may leave unfitting) under each.
+        text: applied
+          .map((e) =>
+            [
+              `applied ${e.key}`,
+              ...((e.warnings as { message?: string }[] | undefined) ?? []).map(
+                (warning) => `  warning: ${warning.message}`,
+              ),
+            ].join('\n'),
+          )
+          .join('\n'),
       };
     },
   },

@@ -541,8 +541,27 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect(listed.entities.map((e: { key: string }) => e.key).sort()).toEqual(['deal', 'lead']);
       expect((await client('entities', 'list')).stdout).toMatch(/deal\s+Deal\s+false\s+1/);
 
+      // A type change the stored values may not fit: the service's warning, under the entity.
+      const deal = await fetch(`${server.url}/api/v1/records`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ entity: 'deal', fields: { title: 'Big one' } }),
+      });
+      expect(deal.status).toBe(201);
       const single = path.join(dir, 'single.json');
-      await writeFile(single, JSON.stringify({ key: 'deal', name: 'Deal 2', fields: [] }));
+      await writeFile(
+        single,
+        JSON.stringify({
+          key: 'deal',
+          name: 'Deal 2',
+          fields: [{ key: 'title', label: 'Title', type: 'number' }],
+        }),
+      );
+      expect(await client('entities', 'apply', single)).toMatchObject({
+        code: 0,
+        stdout:
+          'applied deal\n  warning: 1 record holds a value of title taken in as text; kept as it is, not converted to number\n',
+      });
       expect((await client('entities', 'apply', single, '--json')).code).toBe(0);
       const renamed = JSON.parse((await client('entities', 'list', '--json')).stdout);
       expect(renamed.entities.find((e: { key: string }) => e.key === 'deal').name).toBe('Deal 2');

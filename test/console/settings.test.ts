@@ -240,6 +240,25 @@ describe.skipIf(!hasChromium).each(oneDatabase('postgres'))('console settings sc
       expect(entity.fields.map((f: any) => f.key)).toEqual(['first_name', 'email', 'interest', 'roof_type']);
       expect(entity.pipelines).toEqual(ENTITY.pipelines);
       await screenshot(page, `settings-entity-${kind}`);
+
+      // An option taken away that a record holds: saved, and the screen says the value is kept.
+      const held = await call('/api/v1/records', {
+        key: account.apiKey,
+        method: 'POST',
+        body: JSON.stringify({
+          entity: 'lead',
+          fields: { email: 'held@settings.test', interest: 'Heat pump' },
+        }),
+      });
+      expect(held.status).toBe(201);
+      const interest = page.locator('fieldset.field-editor').nth(2);
+      await interest.getByLabel('Options').fill('Solar');
+      await page.getByRole('button', { name: 'Save entity' }).click();
+      await page
+        .getByText('Records keep the values of Interest they had before the change; some may not fit it.')
+        .waitFor();
+      const kept = await call(`/api/v1/records/${((await held.json()) as any).id}`, { key: account.apiKey });
+      expect(((await kept.json()) as any).fields.interest).toBe('Heat pump');
       expect(pageProblems(page)).toEqual([]);
     } finally {
       await context.close();

@@ -203,7 +203,11 @@ describe.each(TEST_DATABASES)('outbound sending beside an endpoint that stopped 
     await sleep(2 * TIMEOUT_MS);
     const afterStall = silentHook.received.filter((entry) => entry.at > firstAt + TIMEOUT_MS + 100);
     expect(afterStall.length).toBeGreaterThan(0);
-    expect(mostWithin(afterStall, TIMEOUT_MS - 100)).toBe(1);
+    // One probe at a time: each goes out when the one before timed out, a timeout apart. Compared
+    // over a quarter of it, since the receiver in this process notes arrivals late when the
+    // machine is loaded (two probes a timeout apart were once noted 900 ms apart); without the
+    // guard the requests of a round arrive together, milliseconds apart.
+    expect(mostWithin(afterStall, TIMEOUT_MS / 4)).toBe(1);
     // The first round (at most 16 at once) timed out; the rest failed without a request and
     // wait for their retries.
     const attempts = await attemptsOf(account, webhookId);

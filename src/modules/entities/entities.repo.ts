@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { toJson } from '../../db/json.ts';
 import { lockNamed } from '../../db/transaction.ts';
 import type { Executor } from '../../db/types.ts';
@@ -16,6 +17,32 @@ export interface EntityInput {
 
 export function createEntitiesRepo(db: Executor) {
   return {
+    /**
+     * How many of the entity's records hold a value under `key` (or, with `among`, a value that
+     * is one of those strings, or for a list one that contains one), counted up to `cap` + 1
+     * so that a large entity is not read to its end for a warning.
+     */
+    async countHolding(
+      accountId: string,
+      entityId: string,
+      key: string,
+      among: string[] | null,
+      cap: number,
+      tx: Executor = db,
+    ): Promise<number> {
+      const holds =
+        among === null
+          ? sql`fields ? ${key}`
+          : sql`(fields->>${key} = ANY(${among}::text[])
+              OR (jsonb_typeof(fields->${key}) = 'array' AND fields->${key} ?| ${among}::text[]))`;
+      const result = await sql<{ count: number }>`
+        SELECT count(*)::int AS count FROM (
+          SELECT 1 FROM records WHERE account_id = ${accountId} AND entity_id = ${entityId} AND ${holds}
+          LIMIT ${cap + 1}
+        ) AS holding`.execute(tx);
+      return result.rows[0]?.count ?? 0;
+    },
+
     /** Every entity of the account with its active pipelines and stages, in order. */
     async loadAll(accountId: string, tx: Executor = db): Promise<EntityDef[]> {
       const entities = await tx

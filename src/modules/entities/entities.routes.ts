@@ -3,6 +3,7 @@ import { accountIdOf, credentialOf } from '../../http/auth.ts';
 import { NoQuery, s1Errors, s2Errors } from '../../http/schemas.ts';
 import {
   EntityKeyParams,
+  PutEntityAnswer,
   PutEntityBody,
   S1EntityList,
   S2EntityList,
@@ -103,7 +104,7 @@ export const entitiesRoutes: FastifyPluginAsyncTypebox<{ entities: EntitiesServi
           'Pipelines and stages left out are archived. A change that would leave an enabled automation naming a field, stage or pipeline the definition lacks (or `to` naming a field without the email format or role) answers 422 validation_failed, reason `used_by_automation`, a detail per problem keyed `automations.<id>.<member>`: change or remove the automation first. Leaving out a field that the filter of a distribution rule names, or a select option its `equals` or `in` names, answers the same with reason `used_by_rule`, keyed `distribution_rules.<id>.filter.<index>.field` (or `.value`, `.values.<j>`): change the rules first.',
         params: EntityKeyParams,
         body: PutEntityBody,
-        response: { 200: SettingsEntity, ...s2Errors },
+        response: { 200: PutEntityAnswer, ...s2Errors },
       },
     },
     async (request) => (await entities.put(accountIdOf(request), request.params.key, request.body)).entity,

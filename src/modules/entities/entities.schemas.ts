@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ifThen, Name, Timestamp, Uuid } from '../../http/schemas.ts';
+import { ifThen, Name, Timestamp, Uuid, Warning } from '../../http/schemas.ts';
 import { DUPLICATE_ACTIONS, FIELD_TYPES, FORMATS_BY_TYPE, ROLES } from './entities.model.ts';
 import { RESERVED_FIELD_KEYS } from './reserved-keys.ts';
 
@@ -181,6 +181,17 @@ export const SettingsEntity = Type.Object({
 });
 
 export const SettingsEntityList = Type.Object({ entities: Type.Array(SettingsEntity) });
+
+/** A `PUT`'s answer: the entity, and what the change left unfitting among stored values. */
+export const PutEntityAnswer = Type.Object({
+  ...SettingsEntity.properties,
+  warnings: Type.Optional(
+    Type.Array(Warning, {
+      description:
+        'Present when stored values may no longer fit the definition: reason `values_kept`, keyed `fields.<index>.type`, `.format` (records holding a value of a field whose type or format changed) or `.options` (records holding an option the field no longer lists). The values are kept as they are, never converted or dropped.',
+    }),
+  ),
+});
 
 export const S1Entity = Type.Object({
   id: Uuid,

@@ -29,6 +29,10 @@ import {
 } from './entities.model.ts';
 import type { EntitiesRepo } from './entities.repo.ts';
 import { MAX_ACTIVE_ENTITIES, MAX_ENTITIES } from './entities.schemas.ts';
+
+/** Records counted for a warning about kept values; beyond, the warning says "more than". */
+const MAX_COUNTED_VALUES = 10_000;
+
 import { RESERVED_FIELD_KEYS } from './reserved-keys.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
@@ -401,15 +405,17 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
     },
 
     /**
-     * `tx`: the caller's transaction, when the entity is part of a larger write. A changed
+     * `tx`: the caller's transaction, when the entity is part of a larger write. Stored values
+     * that a changed type, format or option list may no longer fit are kept, and said in
+     * `warnings` (see valuesKept). A changed
      * duplicate rule starts a recompute of the stored keys, enqueued in the same transaction.
      */
     async put(accountId: string, key: string, input: EntityDefinitionInput, tx?: Tx) {
       const checked = checkDefinition(input);
-      const { saved, entities } = await inTransaction(db, tx, async (tx) => {
+      const { saved, entities, warnings } = await inTransaction(db, tx, async (tx) => {
         await refuseBeyondLimits(accountId, key, input.archived ?? false, tx);
-        const before =
-          guards.length > 0 ? (await repo.loadAll(accountId, tx)).find((e) => e.key === key) : undefined;
+        const before = (await repo.loadAll(accountId, tx)).find((e) => e.key === key);
+        const warnings = before ? await valuesKept(accountId, before, checked.fields, tx) : [];
         const saved = await repo.save(
           accountId,
           {
@@ -440,12 +446,15 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
           for (const guard of guards) problems.push(...(await guard(tx, accountId, before, after)));
           if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
         }
-        return { saved, entities };
+        return { saved, entities, warnings };
       });
       cache.delete(accountId);
       const entity = entities.find((e) => e.id === saved.id);
       if (!entity) throw new Error('saved entity not found');
-      return { created: saved.created, entity: presentEntitySettings(entity) };
+      return {
+        created: saved.created,
+        entity: { ...presentEntitySettings(entity), ...(warnings.length > 0 ? { warnings } : {}) },
+      };
     },
 
     /**
@@ -473,6 +482,59 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
    * entity is loaded on each intake and listed whole. A PUT of one already counted passes, so an
    * account over a limit (from before it) can still change its entities.
    */
+  /**
+   * What a changed definition leaves unfitting among stored values, as warnings of the `PUT`
+   * (the values are kept, never converted or dropped: decisions "A changed field keeps its
+   * values"): per field whose type or format changed, the records holding a value; per select or
+   * multiselect that lost options, the records holding one of them. Counted up to
+   * MAX_COUNTED_VALUES each.
+   */
+  async function valuesKept(
+    accountId: string,
+    before: EntityDef,
+    fields: FieldDef[],
+    tx: Tx,
+  ): Promise<ValidationDetail[]> {
+    const warnings: ValidationDetail[] = [];
+    const count = async (key: string, among: string[] | null) => {
+      const n = await repo.countHolding(accountId, before.id, key, among, MAX_COUNTED_VALUES, tx);
+      const records =
+        n > MAX_COUNTED_VALUES
+          ? `More than ${MAX_COUNTED_VALUES.toLocaleString('en')} records`
+          : n === 1
+            ? '1 record'
+            : `${n} records`;
+      return { n, records, holds: n === 1 ? 'holds' : 'hold' };
+    };
+    for (const [index, field] of fields.entries()) {
+      const old = before.fields.find((f) => f.key === field.key);
+      if (!old) continue;
+      if (old.type !== field.type || old.format !== field.format) {
+        const { n, records, holds } = await count(field.key, null);
+        if (n === 0) continue;
+        const was = old.format ? `${old.type} (${old.format})` : old.type;
+        const now = field.format ? `${field.type} (${field.format})` : field.type;
+        warnings.push({
+          key: `fields.${index}.${old.type !== field.type ? 'type' : 'format'}`,
+          reason: 'values_kept',
+          message: `${records} ${holds} a value of ${field.key} taken in as ${was}; kept as it is, not converted to ${now}`,
+        });
+      } else if (old.options && field.options) {
+        const kept = new Set(field.options);
+        const removed = old.options.filter((option) => !kept.has(option));
+        if (removed.length === 0) continue;
+        const { n, records, holds } = await count(field.key, removed);
+        if (n === 0) continue;
+        warnings.push({
+          key: `fields.${index}.options`,
+          reason: 'values_kept',
+          message: `${records} ${holds} an option of ${field.key} the definition no longer lists; kept as it is`,
+        });
+      }
+    }
+    return warnings;
+  }
+
   async function refuseBeyondLimits(accountId: string, key: string, archived: boolean, tx: Tx) {
     // Serialises the account's entity PUTs, so that two additions cannot both see room for one.
     await repo.lockEntities(accountId, tx);

@@ -72,6 +72,8 @@ export interface EntityDefinition {
   duplicate_keys: { status: 'current' | 'recomputing'; done: number; total: number };
   created_at: string;
   updated_at: string;
+  /** A PUT's answer: stored values the change may leave unfitting (kept as they are). */
+  warnings?: { key: string; reason: string; message?: string }[];
 }
 
 // A calendar's weekdays and hours as the service defines them (an import-free module).

@@ -207,8 +207,15 @@ function EntityEditor({ entity }: { entity: EntityDefinition }) {
           archived,
         },
       }),
-    onSuccess: (saved) => {
+    onSuccess: ({ warnings, ...saved }) => {
       toast.show(t('saved'));
+      // Values stored before the change are kept; the service counts those that may not fit.
+      for (const warning of warnings ?? []) {
+        const index = Number(/^fields\.(\d+)\./.exec(warning.key)?.[1]);
+        const field = saved.fields[index];
+        if (field && warning.reason === 'values_kept')
+          toast.show(t('valuesKept', { field: field.label }), 'info');
+      }
       client.setQueryData([...ENTITIES, entity.key], saved);
       void client.invalidateQueries({ queryKey: ENTITIES });
       void client.invalidateQueries({ queryKey: ['entities'] });

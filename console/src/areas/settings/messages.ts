@@ -27,6 +27,7 @@ export const messages = defineMessages(
     no: 'no',
     save: 'Save',
     saved: 'Saved.',
+    valuesKept: 'Records keep the values of {field} they had before the change; some may not fit it.',
     cancel: 'Cancel',
     edit: 'Edit',
     remove: 'Remove',
@@ -287,6 +288,8 @@ export const messages = defineMessages(
     no: 'nein',
     save: 'Speichern',
     saved: 'Gespeichert.',
+    valuesKept:
+      'Datensätze behalten die Werte von {field} von vor der Änderung; manche passen vielleicht nicht dazu.',
     cancel: 'Abbrechen',
     edit: 'Bearbeiten',
     remove: 'Entfernen',
