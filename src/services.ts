@@ -115,7 +115,12 @@ export function createServices({
     linkTtlMs: signInLinkTtlMs,
   });
   const usersRepo = createUsersRepo(db);
-  const users = createUsersService({ db, repo: usersRepo, revokeSessions: sessions.revokeUser });
+  const users = createUsersService({
+    db,
+    repo: usersRepo,
+    revokeSessions: sessions.revokeUser,
+    invite: sessions.invite,
+  });
   const idempotency = createIdempotencyService({ repo: createIdempotencyRepo(db) });
   const documents = createDocumentsService({
     db,

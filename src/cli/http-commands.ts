@@ -544,13 +544,27 @@ export const HTTP_COMMANDS: Record<string, CommandSpec> = {
     },
   },
   'users create': {
-    usage: 'leads users create --email EMAIL --name NAME [--role owner|admin|member|viewer]',
-    options: { email: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
+    usage:
+      'leads users create --email EMAIL --name NAME [--role owner|admin|member|viewer] [--invite [--language en|de]]',
+    options: {
+      email: { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string' },
+      invite: { type: 'boolean' },
+      language: { type: 'string' },
+    },
     async run(connection, values) {
       const body: Row = { email: required(values.email, 'email'), name: required(values.name, 'name') };
       if (values.role !== undefined) body.role = values.role;
+      if (values.invite === true) body.invite = true;
+      // Without --invite the service refuses it, as it does nothing then.
+      if (values.language !== undefined) body.language = values.language;
       const user = (await call(connection, 'key', 'POST', '/api/v1/settings/users', body)) as Row;
-      return { json: user, text: `user ${user.id} ${user.email}` };
+      const invited =
+        typeof user.invited_until === 'string'
+          ? ` (invited; the link works until ${user.invited_until})`
+          : '';
+      return { json: user, text: `user ${user.id} ${user.email}${invited}` };
     },
   },
   'users list': {

@@ -643,6 +643,34 @@ describe.runIf(TEST_DATABASES.includes('postgres'))('the leads command against a
       expect(user.code).toBe(0);
       expect(user.stdout).toMatch(/^user [0-9a-f-]{36} rep@cli\.test\n$/);
       expect((await client('users', 'list')).stdout).toMatch(/rep@cli\.test\s+Rep\s+(owner|member)/);
+      // An invitation is written for the workers to send (they are off here: the message waits).
+      const invited = await client(
+        'users',
+        'create',
+        '--email',
+        'new@cli.test',
+        '--name',
+        'New',
+        '--invite',
+        '--language',
+        'de',
+      );
+      expect(invited.code).toBe(0);
+      expect(invited.stdout).toMatch(
+        /^user [0-9a-f-]{36} new@cli\.test \(invited; the link works until \d{4}-\d{2}-\d{2}T/,
+      );
+      const lonely = await client(
+        'users',
+        'create',
+        '--email',
+        'lang@cli.test',
+        '--name',
+        'L',
+        '--language',
+        'de',
+      );
+      expect(lonely.code).toBe(1);
+      expect(lonely.stderr).toContain('422 validation_failed');
       const viewer = await client(
         'users',
         'create',

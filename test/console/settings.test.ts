@@ -396,10 +396,37 @@ describe.skipIf(!hasChromium).each(oneDatabase('postgres'))('console settings sc
     try {
       await page.goto('/settings/users');
       await heading(page, 'Users');
-      await page.getByLabel('Email').fill(`mia-${kind}@settings.test`);
+      await page.getByLabel('Email', { exact: true }).fill(`mia-${kind}@settings.test`);
       await page.getByLabel('Name', { exact: true }).fill('Mia Member');
       await page.getByRole('button', { name: 'Add user' }).click();
-      await page.getByText('Mia Member added.').waitFor();
+      // Invited by default, in the console's language.
+      await page.getByText('Mia Member added and invited by email.').waitFor();
+      const invitation = await server.t.db
+        .selectFrom('outbound_messages')
+        .select(['payload'])
+        .where('account_id', '=', account.id)
+        .where('event_type', '=', 'user.invitation')
+        .executeTakeFirstOrThrow();
+      expect(invitation.payload).toMatchObject({
+        to: [`mia-${kind}@settings.test`],
+        subject: expect.stringMatching(/^You are invited to /),
+      });
+      await page.getByLabel('Email', { exact: true }).fill(`nils-${kind}@settings.test`);
+      await page.getByLabel('Name', { exact: true }).fill('Nils Quiet');
+      await page
+        .locator('label.checkbox')
+        .filter({ hasText: /^Send an invitation email/ })
+        .click();
+      expect(await page.getByRole('checkbox', { name: /^Send an invitation email/ }).isChecked()).toBe(false);
+      await page.getByRole('button', { name: 'Add user' }).click();
+      await page.getByText('Nils Quiet added.').waitFor();
+      const invitations = await server.t.db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('event_type', '=', 'user.invitation')
+        .execute();
+      expect(invitations).toHaveLength(1);
       await page.getByLabel('Role of Mia Member').selectOption('viewer');
       await page.getByText('Mia Member is now Viewer.').waitFor();
       await page.getByLabel('Role of Olga Owner').selectOption('admin');

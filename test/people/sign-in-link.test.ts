@@ -1,41 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDispatcher, type Dispatcher } from '../../src/outbound/dispatcher.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { waitFor } from '../outbound/receiver.ts';
-import { type SmtpServer, startSmtpServer } from '../outbound/smtp-server.ts';
+import type { SmtpServer } from '../outbound/smtp-server.ts';
+import { startAppWithMail } from './mail-support.ts';
 import { addUser, cookieValue, openLink } from './support.ts';
 
-const silent = { info() {}, warn() {}, error() {} };
 const PUBLIC_URL = 'http://127.0.0.1:3999';
 
 describe.each(TEST_DATABASES)('sign-in links by email on %s', (kind) => {
+  let app: Awaited<ReturnType<typeof startAppWithMail>>;
   let smtp: SmtpServer;
   let t: TestApp;
-  let dispatcher: Dispatcher;
   beforeAll(async () => {
-    smtp = await startSmtpServer();
-    t = await startTestApp(kind, {
-      publicUrl: () => PUBLIC_URL,
-      outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <leads@leads.test>', retryScheduleMs: [50] },
-    });
-    dispatcher = createDispatcher(t.services.outbound, silent, { idlePollMs: 20 });
-    dispatcher.start();
+    app = await startAppWithMail(kind, PUBLIC_URL);
+    ({ t, smtp } = app);
   });
   afterAll(async () => {
-    await dispatcher?.stop(1_000);
-    await t?.close();
-    await smtp?.close();
+    await app?.close();
   });
 
-  const mailsTo = (address: string) =>
-    smtp.received.filter((mail) => (mail.to as { text: string } | undefined)?.text.includes(address));
-
-  function linkIn(text: string | undefined): string {
-    const match = /http:\/\/127\.0\.0\.1:3999\/sign-in\/(sl_[0-9A-Za-z]+)/.exec(text ?? '');
-    if (!match) throw new Error(`no link in ${text}`);
-    return match[1]!;
-  }
+  const mailsTo = (address: string) => app.mailsTo(address);
+  const linkIn = (text: string | undefined) => app.linkIn(text);
 
   describe('happy path', () => {
     it('emails a link that signs in once in the browser, and one that signs in by POST', async () => {

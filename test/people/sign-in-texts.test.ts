@@ -12,11 +12,15 @@ const stated = (language: 'en' | 'de', ttlMs: number) =>
   /(?:within|innerhalb von) (\d+ \S+)\./.exec(signInEmail(language, mail(ttlMs)).text ?? '')?.[1];
 
 describe('the sign-in email states the link lifetime', () => {
-  it('in whole minutes or hours when it is one', () => {
+  it('in whole minutes, hours or days when it is one', () => {
     expect(stated('en', 900_000)).toBe('15 minutes');
     expect(stated('en', 60_000)).toBe('1 minute');
     expect(stated('en', 3_600_000)).toBe('1 hour');
-    expect(stated('en', 86_400_000)).toBe('24 hours');
+    expect(stated('en', 86_400_000)).toBe('1 day');
+    expect(stated('en', 7 * 86_400_000)).toBe('7 days');
+    expect(stated('en', 90_000_000)).toBe('25 hours');
+    expect(stated('de', 86_400_000)).toBe('1 Tag');
+    expect(stated('de', 7 * 86_400_000)).toBe('7 Tagen');
     expect(stated('de', 7_200_000)).toBe('2 Stunden');
     expect(stated('de', 900_000)).toBe('15 Minuten');
   });

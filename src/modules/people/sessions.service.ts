@@ -6,7 +6,7 @@ import type { OutboundService } from '../../outbound/outbound.service.ts';
 import { csrfTokenOf, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../auth/auth.service.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import type { SessionsRepo } from './sessions.repo.ts';
-import { type Language, signInEmail } from './sign-in.texts.ts';
+import { invitationEmail, type Language, signInEmail } from './sign-in.texts.ts';
 
 type SessionCredential = Extract<Credential, { kind: 'session' }>;
 
@@ -22,6 +22,8 @@ const MAX_ACCOUNTS_PER_EMAIL = 10;
 /** The first-start link waits a week for the demo's owner (docs/decisions.md). */
 export const FIRST_START_LINK_TTL_MS = 7 * 86_400_000;
 
+/** Lifetime of an invitation's sign-in link (POST /api/v1/settings/users with `invite`). */
+export const INVITATION_TTL_MS = 7 * 86_400_000;
 export interface SessionView {
   user: { id: string; email: string; name: string; role: Role; account_id: string; has_password: boolean };
   csrf_token: string;
@@ -243,6 +245,35 @@ export function createSessionsService({
     },
 
     issueLink,
+
+    /**
+     * Invites a person just added: a one-time sign-in link valid `ttlMs` (7 days by default,
+     * longer than an asked-for link: an invitation may wait in a mailbox), emailed through the
+     * outbound engine in the caller's transaction, so that a refused creation sends nothing.
+     * Answers when the link expires.
+     */
+    async invite(
+      tx: Executor,
+      accountId: string,
+      invitee: { id: string; email: string; name: string; accountName: string },
+      language: Language,
+      ttlMs = INVITATION_TTL_MS,
+    ): Promise<Date> {
+      const token = await issueLink(accountId, invitee.id, ttlMs, tx);
+      await outbound.enqueueEmail(
+        tx,
+        accountId,
+        invitationEmail(language, {
+          to: invitee.email,
+          name: invitee.name,
+          account: invitee.accountName,
+          link: `${currentPublicUrl()}/sign-in/${token}`,
+          ttlMs,
+        }),
+        { type: 'user.invitation', ref: invitee.id },
+      );
+      return new Date(now().getTime() + ttlMs);
+    },
 
     /**
      * Sets a password: with a sign-in token (used up), or signed in with the current password,

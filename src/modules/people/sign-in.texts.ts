@@ -9,21 +9,32 @@ export const LANGUAGES: Language[] = ['en', 'de'];
 /** A link's lifetime as the email states it: a whole number of one unit. */
 interface Lifetime {
   count: number;
-  unit: 'seconds' | 'minutes' | 'hours';
+  unit: 'seconds' | 'minutes' | 'hours' | 'days';
 }
 
 const UNITS = {
-  en: { seconds: ['second', 'seconds'], minutes: ['minute', 'minutes'], hours: ['hour', 'hours'] },
-  de: { seconds: ['Sekunde', 'Sekunden'], minutes: ['Minute', 'Minuten'], hours: ['Stunde', 'Stunden'] },
+  en: {
+    seconds: ['second', 'seconds'],
+    minutes: ['minute', 'minutes'],
+    hours: ['hour', 'hours'],
+    days: ['day', 'days'],
+  },
+  de: {
+    seconds: ['Sekunde', 'Sekunden'],
+    minutes: ['Minute', 'Minuten'],
+    hours: ['Stunde', 'Stunden'],
+    days: ['Tag', 'Tagen'],
+  },
 } as const;
 
 /**
- * Whole hours or minutes when the lifetime is one, else rounded down to the minute, or seconds
+ * Whole days, hours or minutes when the lifetime is one, else rounded down to the minute, or seconds
  * under a minute (LEADS_SIGNIN_LINK_TTL_S takes any number of seconds): the email never promises
  * more time than the link has.
  */
 function lifetimeOf(ttlMs: number): Lifetime {
   const seconds = Math.max(1, Math.floor(ttlMs / 1000));
+  if (seconds % 86_400 === 0) return { count: seconds / 86_400, unit: 'days' };
   if (seconds % 3600 === 0) return { count: seconds / 3600, unit: 'hours' };
   if (seconds >= 60) return { count: Math.floor(seconds / 60), unit: 'minutes' };
   return { count: seconds, unit: 'seconds' };
@@ -58,6 +69,38 @@ export function signInEmail(
   mail: { to: string; name: string; account: string; link: string; ttlMs: number },
 ): EmailContent {
   const texts = TEXTS[language];
+  return {
+    to: [mail.to],
+    subject: texts.subject(mail.account),
+    text: texts.body(mail.name, mail.account, mail.link, lifetimeOf(mail.ttlMs)),
+  };
+}
+
+const INVITATION_TEXTS = {
+  en: {
+    subject: (account: string) => `You are invited to ${account} on Leadline`,
+    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
+      `Hello ${name},\n\nyou have been added to ${account} on Leadline. Open this link to sign in; ` +
+      `you can then choose a password:\n\n${link}\n\n` +
+      `The link works once, within ${lifetime.count} ${UNITS.en[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
+      'After that, ask for a sign-in link on the sign-in page with this email address.\n',
+  },
+  de: {
+    subject: (account: string) => `Einladung zu ${account} in Leadline`,
+    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
+      `Hallo ${name},\n\nSie wurden zu ${account} in Leadline hinzugefügt. Mit diesem Link melden Sie sich ` +
+      `an und können danach ein Passwort wählen:\n\n${link}\n\n` +
+      `Der Link gilt einmal, innerhalb von ${lifetime.count} ${UNITS.de[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
+      'Danach fordern Sie auf der Anmeldeseite mit dieser E-Mail-Adresse einen Anmeldelink an.\n',
+  },
+} as const;
+
+/** The email of a person added with an invitation: a sign-in link of the invitation's lifetime. */
+export function invitationEmail(
+  language: Language,
+  mail: { to: string; name: string; account: string; link: string; ttlMs: number },
+): EmailContent {
+  const texts = INVITATION_TEXTS[language];
   return {
     to: [mail.to],
     subject: texts.subject(mail.account),

@@ -42,8 +42,12 @@ export function createUsersRepo(db: Executor) {
      * (the first user, a demotion, a removal) take their turns, so that two at once cannot both
      * take the last owner away.
      */
-    async lockAccount(accountId: string, tx: Executor) {
-      await sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(tx);
+    /** Locks the account's row; answers its name (what an invitation names). */
+    async lockAccount(accountId: string, tx: Executor): Promise<string | undefined> {
+      const result = await sql<{
+        name: string;
+      }>`SELECT name FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(tx);
+      return result.rows[0]?.name;
     },
 
     async countUsers(accountId: string, tx: Executor = db) {

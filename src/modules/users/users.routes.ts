@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Role as RoleName } from '../../db/types.ts';
 import { accountIdOf, ROLES } from '../../http/auth.ts';
 import { IdParams, Name, NextCursor, PageQuery, s2Errors, Timestamp, Uuid } from '../../http/schemas.ts';
+import type { Language } from '../people/sign-in.texts.ts';
 import { MAX_USERS, type UsersService } from './users.service.ts';
 
 /** Users and roles are the owner's (decisions §14); an API key needs `settings` and `manages_users`. */
@@ -27,6 +28,13 @@ const User = Type.Object({
   role: Role,
   created_at: Timestamp,
 });
+const CreatedUser = Type.Object({
+  ...User.properties,
+  invited_until: Type.Optional({
+    ...Timestamp,
+    description: 'With `invite`: until when the emailed sign-in link works (7 days)',
+  }),
+});
 
 export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = async (app, { users }) => {
   app.post(
@@ -43,10 +51,23 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
             email: Type.String({ format: 'email', maxLength: 254 }),
             name: Name(200),
             role: Type.Optional({ ...Role, default: 'member' }),
+            invite: Type.Optional(
+              Type.Boolean({
+                description:
+                  'Email the person an invitation: a one-time sign-in link valid 7 days (through the outbound engine, like sign-in links); after signing in they can choose a password. Default false',
+              }),
+            ),
+            language: Type.Optional(
+              Type.String({
+                enum: ['en', 'de'],
+                description:
+                  "The invitation's language (default `en`); only with `invite: true`, else 422 `not_allowed`",
+              }),
+            ),
           },
           { additionalProperties: false },
         ),
-        response: { 201: User, ...s2Errors },
+        response: { 201: CreatedUser, ...s2Errors },
       },
     },
     async (request, reply) =>
@@ -54,7 +75,14 @@ export const usersRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = a
         .code(201)
         // The schema's enum is ROLES.
         .send(
-          await users.create(accountIdOf(request), { ...request.body, role: request.body.role as RoleName }),
+          await users.create(accountIdOf(request), {
+            email: request.body.email,
+            name: request.body.name,
+            role: request.body.role as RoleName,
+            invite: request.body.invite,
+            // The schema's enum is the invitation's languages.
+            language: request.body.language as Language | undefined,
+          }),
         ),
   );
 

@@ -3,6 +3,7 @@ import type { Db, Executor, Role } from '../../db/types.ts';
 import { AppError, notFound } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
+import type { Language } from '../people/sign-in.texts.ts';
 import type { UsersRepo } from './users.repo.ts';
 
 function present(row: { id: string; email: string; name: string; role: Role; created_at: Date }) {
@@ -21,6 +22,13 @@ export interface UsersServiceDeps {
   repo: UsersRepo;
   /** Ends every session of a user (sessions service), inside the change's transaction. */
   revokeSessions: (accountId: string, userId: string, tx: Executor) => Promise<void>;
+  /** Emails a person just added a sign-in link (sessions service), in the creation's transaction. */
+  invite: (
+    tx: Executor,
+    accountId: string,
+    invitee: { id: string; email: string; name: string; accountName: string },
+    language: Language,
+  ) => Promise<Date>;
 }
 
 /**
@@ -28,16 +36,28 @@ export interface UsersServiceDeps {
  * one. Every change that counts owners locks the account's row first, so that two at once
  * take turns.
  */
-export function createUsersService({ db, repo, revokeSessions }: UsersServiceDeps) {
+export function createUsersService({ db, repo, revokeSessions, invite }: UsersServiceDeps) {
   return {
     async create(
       accountId: string,
-      input: { email: string; name: string; role?: Role },
+      input: { email: string; name: string; role?: Role; invite?: boolean; language?: Language },
       tx?: Executor,
-    ): Promise<ReturnType<typeof present>> {
+    ): Promise<ReturnType<typeof present> & { invited_until?: string }> {
+      // The language is the invitation's: given alone it would do nothing.
+      if (input.language !== undefined && !input.invite) {
+        throw new AppError('validation_failed', {
+          details: [
+            {
+              key: 'language',
+              reason: 'not_allowed',
+              message: 'the language of an invitation: give it with invite: true',
+            },
+          ],
+        });
+      }
       const run = async (tx: Executor) => {
         // The account's row lock serialises creations: two at once cannot pass the bound together.
-        await repo.lockAccount(accountId, tx);
+        const accountName = (await repo.lockAccount(accountId, tx)) ?? '';
         const count = await repo.countUsers(accountId, tx);
         if (count >= MAX_USERS) {
           throw new AppError('validation_failed', {
@@ -59,7 +79,9 @@ export function createUsersService({ db, repo, revokeSessions }: UsersServiceDep
         );
         if (!row)
           throw new AppError('name_taken', { message: `A user with the email ${input.email} exists` });
-        return present(row);
+        if (!input.invite) return present(row);
+        const until = await invite(tx, accountId, { ...row, accountName }, input.language ?? 'en');
+        return { ...present(row), invited_until: iso(until) };
       };
       return tx ? run(tx) : db.transaction().execute(run);
     },

@@ -130,4 +130,6 @@ export interface User {
   name: string;
   role: 'owner' | 'admin' | 'member' | 'viewer';
   created_at: string;
+  /** A creation with an invitation: until when its emailed link works. */
+  invited_until?: string;
 }

@@ -251,6 +251,8 @@ export const messages = defineMessages(
     rolesHelp:
       'Owner: everything, users and roles. Admin: also the settings. Member: records, notes, stages, returns. Viewer: reads only.',
     userAdded: '{name} added.',
+    userInvited: '{name} added and invited by email.',
+    sendInvitation: 'Send an invitation email (a sign-in link valid 7 days)',
     userRemoved: '{name} removed.',
     roleChanged: '{name} is now {role}.',
     removeUserTitle: 'Remove {name}?',
@@ -517,6 +519,8 @@ export const messages = defineMessages(
     rolesHelp:
       'Inhaber: alles, auch Benutzer und Rollen. Administrator: auch die Einstellungen. Mitglied: Datensätze, Notizen, Phasen, Rückgaben. Betrachter: nur lesen.',
     userAdded: '{name} hinzugefügt.',
+    userInvited: '{name} hinzugefügt und per E-Mail eingeladen.',
+    sendInvitation: 'Einladung per E-Mail senden (ein Anmeldelink, 7 Tage gültig)',
     userRemoved: '{name} entfernt.',
     roleChanged: '{name} ist jetzt {role}.',
     removeUserTitle: '{name} entfernen?',

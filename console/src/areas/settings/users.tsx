@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Button } from 'react-aria-components';
 import { ApiError, api } from '../../lib/api.ts';
-import { useFormat, useT } from '../../lib/i18n.tsx';
+import { useFormat, useLocale, useT } from '../../lib/i18n.tsx';
 import { ROLES, useSession } from '../../lib/session.tsx';
 import { ErrorText, useDescribeError } from '../../ui/errors.tsx';
 import { SelectField, TextField } from '../../ui/fields.tsx';
@@ -13,7 +13,7 @@ import { type ColumnDef, DataTable } from '../../ui/table.tsx';
 import { useToast } from '../../ui/toast.tsx';
 import type { User } from './api.ts';
 import { messages } from './messages.ts';
-import { ConfirmButton, errorsOf, SettingsNav } from './parts.tsx';
+import { CheckboxField, ConfirmButton, errorsOf, SettingsNav } from './parts.tsx';
 
 const USERS = ['settings', 'users'] as const;
 
@@ -32,6 +32,8 @@ export function UsersScreen() {
   const [email, setEmail] = useState('');
   const [name, setName] = useState('');
   const [role, setRole] = useState<string>('member');
+  const [invite, setInvite] = useState(true);
+  const { locale } = useLocale();
   const [refusal, setRefusal] = useState<string | null>(null);
   const explain = (error: unknown) =>
     error instanceof ApiError && error.code === 'last_owner' ? t('lastOwner') : describe(error);
@@ -40,10 +42,16 @@ export function UsersScreen() {
     mutationFn: () =>
       api<User>('/api/v1/settings/users', {
         method: 'POST',
-        body: { email: email.trim(), name: name.trim(), role },
+        // The invitation goes out in the language this console speaks.
+        body: {
+          email: email.trim(),
+          name: name.trim(),
+          role,
+          ...(invite ? { invite, language: locale } : {}),
+        },
       }),
     onSuccess: (user) => {
-      toast.show(t('userAdded', { name: user.name }));
+      toast.show(t(user.invited_until ? 'userInvited' : 'userAdded', { name: user.name }));
       setEmail('');
       setName('');
       setRole('member');
@@ -157,6 +165,7 @@ export function UsersScreen() {
           error={errors.role}
         />
         <p className="muted small">{t('rolesHelp')}</p>
+        <CheckboxField label={t('sendInvitation')} isSelected={invite} onChange={setInvite} />
         <ErrorText error={create.error && Object.keys(errors).length === 0 ? create.error : null} />
         <div>
           <Button
