@@ -29,11 +29,10 @@ import {
 } from './entities.model.ts';
 import type { EntitiesRepo } from './entities.repo.ts';
 import { MAX_ACTIVE_ENTITIES, MAX_ENTITIES } from './entities.schemas.ts';
+import { RESERVED_FIELD_KEYS } from './reserved-keys.ts';
 
 /** Records counted for a warning about kept values; beyond, the warning says "more than". */
 const MAX_COUNTED_VALUES = 10_000;
-
-import { RESERVED_FIELD_KEYS } from './reserved-keys.ts';
 
 /** Entity definitions change rarely and are read on every intake; other nodes see a change within this time. */
 const CACHE_TTL_MS = 2_000;
@@ -478,11 +477,6 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
   };
 
   /**
-   * A PUT that adds an entity, or brings an archived one back, within the account's limits: every
-   * entity is loaded on each intake and listed whole. A PUT of one already counted passes, so an
-   * account over a limit (from before it) can still change its entities.
-   */
-  /**
    * What a changed definition leaves unfitting among stored values, as warnings of the `PUT`
    * (the values are kept, never converted or dropped: decisions "A changed field keeps its
    * values"): per field whose type or format changed, the records holding a value; per select or
@@ -535,6 +529,11 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
     return warnings;
   }
 
+  /**
+   * A PUT that adds an entity, or brings an archived one back, within the account's limits: every
+   * entity is loaded on each intake and listed whole. A PUT of one already counted passes, so an
+   * account over a limit (from before it) can still change its entities.
+   */
   async function refuseBeyondLimits(accountId: string, key: string, archived: boolean, tx: Tx) {
     // Serialises the account's entity PUTs, so that two additions cannot both see room for one.
     await repo.lockEntities(accountId, tx);

@@ -24,6 +24,7 @@ export const FIRST_START_LINK_TTL_MS = 7 * 86_400_000;
 
 /** Lifetime of an invitation's sign-in link (POST /api/v1/settings/users with `invite`). */
 export const INVITATION_TTL_MS = 7 * 86_400_000;
+
 export interface SessionView {
   user: { id: string; email: string; name: string; role: Role; account_id: string; has_password: boolean };
   csrf_token: string;
