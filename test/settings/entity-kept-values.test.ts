@@ -122,6 +122,30 @@ describe.each(TEST_DATABASES)('values kept through a changed definition on %s', 
       ]);
     });
 
+    it('counts the records without a value of a field made required, and changes none of them', async () => {
+      const account = await accountWithLeads(t);
+      const without = await create(account, {});
+      await create(account, { company: 'Acme' });
+      const changed = await put(account, leadWith({ company: { required: true } }));
+      expect(changed.statusCode, changed.body).toBe(200);
+      expect(changed.json().warnings).toEqual([
+        {
+          key: `fields.${indexOf('company')}.required`,
+          reason: 'values_missing',
+          message: '1 record holds no value of company, which is now required; nothing was filled in',
+        },
+      ]);
+      // Still read, and still changed in its other fields.
+      const patched = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/records/${without}`,
+        key: account.apiKey,
+        body: { fields: { first_name: 'Bo' } },
+      });
+      expect(patched.statusCode, patched.body).toBe(200);
+      expect(await read(account, without)).not.toHaveProperty('company');
+    });
+
     it('warns of nothing when no stored value is touched: a new entity, the same definition, a change no record holds', async () => {
       const account = await t.createAccount();
       const first = await put(account, LEAD_ENTITY);

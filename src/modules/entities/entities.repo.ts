@@ -18,22 +18,24 @@ export interface EntityInput {
 export function createEntitiesRepo(db: Executor) {
   return {
     /**
-     * How many of the entity's records hold a value under `key` (or, with `among`, a value that
-     * is one of those strings, or for a list one that contains one), counted up to `cap` + 1
-     * so that a large entity is not read to its end for a warning.
+     * How many of the entity's records hold a value under `key` (with `among`, a value that is
+     * one of those strings, or for a list one that contains one; with `'none'`, no value at all),
+     * counted up to `cap` + 1 so that a large entity is not read to its end for a warning.
      */
     async countHolding(
       accountId: string,
       entityId: string,
       key: string,
-      among: string[] | null,
+      among: string[] | null | 'none',
       cap: number,
       tx: Executor = db,
     ): Promise<number> {
       const holds =
         among === null
           ? sql`fields ? ${key}`
-          : sql`(fields->>${key} = ANY(${among}::text[])
+          : among === 'none'
+            ? sql`NOT fields ? ${key}`
+            : sql`(fields->>${key} = ANY(${among}::text[])
               OR (jsonb_typeof(fields->${key}) = 'array' AND fields->${key} ?| ${among}::text[]))`;
       const result = await sql<{ count: number }>`
         SELECT count(*)::int AS count FROM (

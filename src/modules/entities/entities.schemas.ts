@@ -188,7 +188,7 @@ export const PutEntityAnswer = Type.Object({
   warnings: Type.Optional(
     Type.Array(Warning, {
       description:
-        'Present when stored values may no longer fit the definition: reason `values_kept`, keyed `fields.<index>.type`, `.format` (records holding a value of a field whose type or format changed) or `.options` (records holding an option the field no longer lists). The values are kept as they are, never converted or dropped.',
+        'Present when stored values may no longer fit the definition: reason `values_kept`, keyed `fields.<index>.type`, `.format` (records holding a value of a field whose type or format changed) or `.options` (records holding an option the field no longer lists); reason `values_missing`, keyed `fields.<index>.required` (records without a value of a field made required). The values are kept as they are, never converted, dropped or filled in.',
     }),
   ),
 });

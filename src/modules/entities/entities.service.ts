@@ -480,8 +480,8 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
    * What a changed definition leaves unfitting among stored values, as warnings of the `PUT`
    * (the values are kept, never converted or dropped: decisions "A changed field keeps its
    * values"): per field whose type or format changed, the records holding a value; per select or
-   * multiselect that lost options, the records holding one of them. Counted up to
-   * MAX_COUNTED_VALUES each.
+   * multiselect that lost options, the records holding one of them; per field made required, the
+   * records without a value. Counted up to MAX_COUNTED_VALUES each.
    */
   async function valuesKept(
     accountId: string,
@@ -490,7 +490,7 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
     tx: Tx,
   ): Promise<ValidationDetail[]> {
     const warnings: ValidationDetail[] = [];
-    const count = async (key: string, among: string[] | null) => {
+    const count = async (key: string, among: string[] | null | 'none') => {
       const n = await repo.countHolding(accountId, before.id, key, among, MAX_COUNTED_VALUES, tx);
       const records =
         n > MAX_COUNTED_VALUES
@@ -503,6 +503,16 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
     for (const [index, field] of fields.entries()) {
       const old = before.fields.find((f) => f.key === field.key);
       if (!old) continue;
+      if (field.required && !old.required) {
+        const { n, records, holds } = await count(field.key, 'none');
+        if (n > 0) {
+          warnings.push({
+            key: `fields.${index}.required`,
+            reason: 'values_missing',
+            message: `${records} ${holds} no value of ${field.key}, which is now required; nothing was filled in`,
+          });
+        }
+      }
       if (old.type !== field.type || old.format !== field.format) {
         const { n, records, holds } = await count(field.key, null);
         if (n === 0) continue;

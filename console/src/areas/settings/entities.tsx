@@ -213,8 +213,10 @@ function EntityEditor({ entity }: { entity: EntityDefinition }) {
       for (const warning of warnings ?? []) {
         const index = Number(/^fields\.(\d+)\./.exec(warning.key)?.[1]);
         const field = saved.fields[index];
-        if (field && warning.reason === 'values_kept')
-          toast.show(t('valuesKept', { field: field.label }), 'info');
+        if (!field) continue;
+        if (warning.reason === 'values_kept') toast.show(t('valuesKept', { field: field.label }), 'info');
+        if (warning.reason === 'values_missing')
+          toast.show(t('valuesMissing', { field: field.label }), 'info');
       }
       client.setQueryData([...ENTITIES, entity.key], saved);
       void client.invalidateQueries({ queryKey: ENTITIES });

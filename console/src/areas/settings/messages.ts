@@ -28,6 +28,7 @@ export const messages = defineMessages(
     save: 'Save',
     saved: 'Saved.',
     valuesKept: 'Records keep the values of {field} they had before the change; some may not fit it.',
+    valuesMissing: 'Some records have no value of {field}, which is now required; nothing was filled in.',
     cancel: 'Cancel',
     edit: 'Edit',
     remove: 'Remove',
@@ -292,6 +293,8 @@ export const messages = defineMessages(
     saved: 'Gespeichert.',
     valuesKept:
       'Datensätze behalten die Werte von {field} von vor der Änderung; manche passen vielleicht nicht dazu.',
+    valuesMissing:
+      'Manche Datensätze haben keinen Wert für {field}, das jetzt Pflicht ist; nichts wurde ergänzt.',
     cancel: 'Abbrechen',
     edit: 'Bearbeiten',
     remove: 'Entfernen',
