@@ -22,8 +22,8 @@ const MAX_ACCOUNTS_PER_EMAIL = 10;
 /** The first-start link waits a week for the demo's owner (docs/decisions.md). */
 export const FIRST_START_LINK_TTL_MS = 7 * 86_400_000;
 
-/** Lifetime of an invitation's sign-in link (POST /api/v1/settings/users with `invite`). */
-export const INVITATION_TTL_MS = 7 * 86_400_000;
+/** An invitation's link (POST /api/v1/settings/users with `invite`) waits as long as the first start's. */
+const INVITATION_TTL_MS = FIRST_START_LINK_TTL_MS;
 
 export interface SessionView {
   user: { id: string; email: string; name: string; role: Role; account_id: string; has_password: boolean };
@@ -248,18 +248,18 @@ export function createSessionsService({
     issueLink,
 
     /**
-     * Invites a person just added: a one-time sign-in link valid `ttlMs` (7 days by default,
-     * longer than an asked-for link: an invitation may wait in a mailbox), emailed through the
-     * outbound engine in the caller's transaction, so that a refused creation sends nothing.
-     * Answers when the link expires.
+     * Invites a person just added: a one-time sign-in link valid 7 days (longer than an
+     * asked-for link: an invitation may wait in a mailbox), emailed through the outbound engine
+     * in the caller's transaction, so that a refused creation sends nothing. Answers when the
+     * link expires.
      */
     async invite(
       tx: Executor,
       accountId: string,
       invitee: { id: string; email: string; name: string; accountName: string },
       language: Language,
-      ttlMs = INVITATION_TTL_MS,
     ): Promise<Date> {
+      const ttlMs = INVITATION_TTL_MS;
       const token = await issueLink(accountId, invitee.id, ttlMs, tx);
       await outbound.enqueueEmail(
         tx,

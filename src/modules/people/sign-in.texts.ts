@@ -6,12 +6,6 @@ import type { EmailContent } from '../../outbound/mail-sender.ts';
 export type Language = 'en' | 'de';
 export const LANGUAGES: Language[] = ['en', 'de'];
 
-/** A link's lifetime as the email states it: a whole number of one unit. */
-interface Lifetime {
-  count: number;
-  unit: 'seconds' | 'minutes' | 'hours' | 'days';
-}
-
 const UNITS = {
   en: {
     seconds: ['second', 'seconds'],
@@ -28,24 +22,48 @@ const UNITS = {
 } as const;
 
 /**
- * Whole days, hours or minutes when the lifetime is one, else rounded down to the minute, or seconds
- * under a minute (LEADS_SIGNIN_LINK_TTL_S takes any number of seconds): the email never promises
- * more time than the link has.
+ * A link's lifetime as the email states it, a whole number of one unit ("7 days", "15 Minuten"):
+ * whole days, hours or minutes when the lifetime is one, else rounded down to the minute, or
+ * seconds under a minute (LEADS_SIGNIN_LINK_TTL_S takes any number of seconds): the email never
+ * promises more time than the link has.
  */
-function lifetimeOf(ttlMs: number): Lifetime {
+function statedLifetime(language: Language, ttlMs: number): string {
+  const stated = (count: number, unit: keyof (typeof UNITS)['en']) =>
+    `${count} ${UNITS[language][unit][count === 1 ? 0 : 1]}`;
   const seconds = Math.max(1, Math.floor(ttlMs / 1000));
-  if (seconds % 86_400 === 0) return { count: seconds / 86_400, unit: 'days' };
-  if (seconds % 3600 === 0) return { count: seconds / 3600, unit: 'hours' };
-  if (seconds >= 60) return { count: Math.floor(seconds / 60), unit: 'minutes' };
-  return { count: seconds, unit: 'seconds' };
+  if (seconds % 86_400 === 0) return stated(seconds / 86_400, 'days');
+  if (seconds % 3600 === 0) return stated(seconds / 3600, 'hours');
+  if (seconds >= 60) return stated(Math.floor(seconds / 60), 'minutes');
+  return stated(seconds, 'seconds');
+}
+
+/** An email carrying a one-time sign-in link: its words, and the link with its lifetime. */
+interface LinkEmailTexts {
+  subject: (account: string) => string;
+  body: (name: string, account: string, link: string, lifetime: string) => string;
+}
+interface LinkEmail {
+  to: string;
+  name: string;
+  account: string;
+  link: string;
+  ttlMs: number;
+}
+
+function linkEmail(language: Language, texts: LinkEmailTexts, mail: LinkEmail): EmailContent {
+  return {
+    to: [mail.to],
+    subject: texts.subject(mail.account),
+    text: texts.body(mail.name, mail.account, mail.link, statedLifetime(language, mail.ttlMs)),
+  };
 }
 
 const TEXTS = {
   en: {
     subject: (account: string) => `Your sign-in link for ${account}`,
-    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
+    body: (name: string, account: string, link: string, lifetime: string) =>
       `Hello ${name},\n\nopen this link to sign in to ${account} on Leadline:\n\n${link}\n\n` +
-      `The link works once, within ${lifetime.count} ${UNITS.en[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
+      `The link works once, within ${lifetime}. ` +
       'If you did not ask for it, you can ignore this email.\n',
     pageTitle: 'This sign-in link cannot be used',
     pageBody: 'Sign-in links work once and only for a short time. Ask for a new link on the sign-in page.',
@@ -53,9 +71,9 @@ const TEXTS = {
   },
   de: {
     subject: (account: string) => `Ihr Anmeldelink für ${account}`,
-    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
+    body: (name: string, account: string, link: string, lifetime: string) =>
       `Hallo ${name},\n\nmit diesem Link melden Sie sich bei ${account} in Leadline an:\n\n${link}\n\n` +
-      `Der Link gilt einmal, innerhalb von ${lifetime.count} ${UNITS.de[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
+      `Der Link gilt einmal, innerhalb von ${lifetime}. ` +
       'Wenn Sie ihn nicht angefordert haben, können Sie diese E-Mail ignorieren.\n',
     pageTitle: 'Dieser Anmeldelink ist nicht mehr gültig',
     pageBody:
@@ -64,48 +82,32 @@ const TEXTS = {
   },
 } as const;
 
-export function signInEmail(
-  language: Language,
-  mail: { to: string; name: string; account: string; link: string; ttlMs: number },
-): EmailContent {
-  const texts = TEXTS[language];
-  return {
-    to: [mail.to],
-    subject: texts.subject(mail.account),
-    text: texts.body(mail.name, mail.account, mail.link, lifetimeOf(mail.ttlMs)),
-  };
+export function signInEmail(language: Language, mail: LinkEmail): EmailContent {
+  return linkEmail(language, TEXTS[language], mail);
 }
 
 const INVITATION_TEXTS = {
   en: {
     subject: (account: string) => `You are invited to ${account} on Leadline`,
-    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
+    body: (name: string, account: string, link: string, lifetime: string) =>
       `Hello ${name},\n\nyou have been added to ${account} on Leadline. Open this link to sign in; ` +
       `you can then choose a password:\n\n${link}\n\n` +
-      `The link works once, within ${lifetime.count} ${UNITS.en[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
+      `The link works once, within ${lifetime}. ` +
       'After that, ask for a sign-in link on the sign-in page with this email address.\n',
   },
   de: {
     subject: (account: string) => `Einladung zu ${account} in Leadline`,
-    body: (name: string, account: string, link: string, lifetime: Lifetime) =>
+    body: (name: string, account: string, link: string, lifetime: string) =>
       `Hallo ${name},\n\nSie wurden zu ${account} in Leadline hinzugefügt. Mit diesem Link melden Sie sich ` +
       `an und können danach ein Passwort wählen:\n\n${link}\n\n` +
-      `Der Link gilt einmal, innerhalb von ${lifetime.count} ${UNITS.de[lifetime.unit][lifetime.count === 1 ? 0 : 1]}. ` +
+      `Der Link gilt einmal, innerhalb von ${lifetime}. ` +
       'Danach fordern Sie auf der Anmeldeseite mit dieser E-Mail-Adresse einen Anmeldelink an.\n',
   },
 } as const;
 
 /** The email of a person added with an invitation: a sign-in link of the invitation's lifetime. */
-export function invitationEmail(
-  language: Language,
-  mail: { to: string; name: string; account: string; link: string; ttlMs: number },
-): EmailContent {
-  const texts = INVITATION_TEXTS[language];
-  return {
-    to: [mail.to],
-    subject: texts.subject(mail.account),
-    text: texts.body(mail.name, mail.account, mail.link, lifetimeOf(mail.ttlMs)),
-  };
+export function invitationEmail(language: Language, mail: LinkEmail): EmailContent {
+  return linkEmail(language, INVITATION_TEXTS[language], mail);
 }
 
 /** The page of a link that is unknown, used or expired: what happened and where to go. */

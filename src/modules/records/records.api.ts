@@ -79,17 +79,12 @@ export function createRecordsApi({
       const warnings = [...change.warnings];
       if (body.note !== undefined && !isNoteText(body.note)) warnings.push(blankNoteWarning('note'));
       else if (body.note !== undefined) {
+        const caller = credential.kind === 'api_key' || credential.kind === 'session' ? credential : null;
         await notes.add(
           {
             accountId: ctx.accountId,
-            keyName:
-              credential.kind === 'api_key' || credential.kind === 'session'
-                ? senderNameOf(credential)
-                : null,
-            actor:
-              credential.kind === 'api_key' || credential.kind === 'session'
-                ? actorOf(credential)
-                : undefined,
+            keyName: caller ? senderNameOf(caller) : null,
+            actor: caller ? actorOf(caller) : undefined,
             requestId: ctx.requestId,
           },
           { body: body.note, record: leadId },

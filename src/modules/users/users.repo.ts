@@ -40,9 +40,8 @@ export function createUsersRepo(db: Executor) {
     /**
      * Holds the account's row until the transaction ends: changes of users that count owners
      * (the first user, a demotion, a removal) take their turns, so that two at once cannot both
-     * take the last owner away.
+     * take the last owner away. Answers the account's name (what an invitation names).
      */
-    /** Locks the account's row; answers its name (what an invitation names). */
     async lockAccount(accountId: string, tx: Executor): Promise<string | undefined> {
       const result = await sql<{
         name: string;

@@ -115,7 +115,7 @@ export function DeliveriesList() {
         <span className="row-actions">
           <Button
             className="button secondary"
-            aria-label={t('showAttemptsLabel', { partner: r.partner, date: format.dateTime(r.created_at) })}
+            aria-label={t('attemptsOf', { partner: r.partner, date: format.dateTime(r.created_at) })}
             onPress={() => setInspecting(r)}
           >
             {t('showAttempts')}
@@ -204,7 +204,7 @@ function AttemptsPanel({ delivery, onDone }: { delivery: Delivery; onDone(): voi
   const heading = useRef<HTMLHeadingElement>(null);
   // Opened from a row's button: the panel's title takes the focus, as the return panel's does.
   useEffect(() => heading.current?.focus(), []);
-  const title = t('attemptsTitle', { partner: delivery.partner, date: format.dateTime(delivery.created_at) });
+  const title = t('attemptsOf', { partner: delivery.partner, date: format.dateTime(delivery.created_at) });
   return (
     <section className="panel" aria-labelledby="delivery-attempts-panel">
       <div className="page-title">
