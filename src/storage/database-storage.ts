@@ -1,40 +1,37 @@
+import type { FileHandle } from 'node:fs/promises';
+import fs from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { Db } from '../db/types.ts';
-import { checkStorageKey, type FileStorage, missingFile, readWhole } from './storage.ts';
+import { checkStorageKey, createSpool, defaultSpoolDir, type FileStorage, missingFile } from './storage.ts';
 
 /** Bytes per row of document_file_chunks: a download holds one chunk at a time. */
 export const CHUNK_BYTES = 256 * 1024;
 
-/** The chunks' bytes cut into pieces of `size` (the last shorter); an empty file is one empty piece. */
-function* pieces(chunks: Buffer[], size: number): Generator<Buffer> {
-  let pending: Buffer[] = [];
-  let length = 0;
-  let yielded = false;
-  for (let chunk of chunks) {
-    while (length + chunk.length >= size) {
-      const take = size - length;
-      pending.push(chunk.subarray(0, take));
-      yield Buffer.concat(pending, size);
-      yielded = true;
-      chunk = chunk.subarray(take);
-      pending = [];
-      length = 0;
-    }
-    if (chunk.length > 0) {
-      pending.push(chunk);
-      length += chunk.length;
-    }
+/** Fills `target` from the file at `position`; a file is read in pieces of whatever size the system gives. */
+async function readFully(file: FileHandle, target: Buffer, position: number): Promise<void> {
+  let filled = 0;
+  while (filled < target.length) {
+    const { bytesRead } = await file.read(target, filled, target.length - filled, position + filled);
+    if (bytesRead === 0) throw new Error('a spooled file ended early');
+    filled += bytesRead;
   }
-  if (length > 0 || !yielded) yield Buffer.concat(pending, length);
+}
+
+export interface DatabaseStorageOptions {
+  /** Where a file waits while it is read (`defaultSpoolDir()`). */
+  spoolDir?: string;
 }
 
 /**
  * Document bytes in the database (LEADS_FILES_STORAGE=database), in the table
  * document_file_chunks (migration 0024), on PostgreSQL and the embedded database alike. A file
- * is read whole (within its limit) before its chunks are written in one short transaction, so
- * that no transaction waits on the network and a failed put writes nothing.
+ * is read whole (within its limit) into a temporary file before its chunks are written in one
+ * short transaction, so that no transaction waits on the network and a failed put writes
+ * nothing; the transaction reads the file one chunk at a time, so that no document is held in
+ * memory whole.
  */
-export function createDatabaseStorage(db: Db): FileStorage {
+export function createDatabaseStorage(db: Db, { spoolDir }: DatabaseStorageOptions = {}): FileStorage {
+  const spool = createSpool(spoolDir ?? defaultSpoolDir());
   const chunkAt = async (accountId: string, key: string, seq: number) => {
     const row = await db
       .selectFrom('document_file_chunks')
@@ -48,18 +45,30 @@ export function createDatabaseStorage(db: Db): FileStorage {
 
   return {
     async put(accountId, source, options) {
-      const { chunks, file } = await readWhole(source, options);
-      options.signal?.throwIfAborted();
-      await db.transaction().execute(async (tx) => {
-        let seq = 0;
-        for (const bytes of pieces(chunks, CHUNK_BYTES)) {
-          await tx
-            .insertInto('document_file_chunks')
-            .values({ account_id: accountId, key: file.key, seq: seq++, bytes })
-            .execute();
+      const spooled = await spool(source, options);
+      try {
+        options.signal?.throwIfAborted();
+        const { file } = spooled;
+        const handle = await fs.open(spooled.path, 'r');
+        try {
+          await db.transaction().execute(async (tx) => {
+            // An empty file is one empty chunk, so that opening it finds it.
+            for (let seq = 0, at = 0; seq === 0 || at < file.size; seq++, at += CHUNK_BYTES) {
+              const bytes = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, file.size - at));
+              await readFully(handle, bytes, at);
+              await tx
+                .insertInto('document_file_chunks')
+                .values({ account_id: accountId, key: file.key, seq, bytes })
+                .execute();
+            }
+          });
+        } finally {
+          await handle.close();
         }
-      });
-      return file;
+        return file;
+      } finally {
+        await spooled.discard();
+      }
     },
 
     async open(accountId, key) {

@@ -1,4 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
@@ -86,23 +89,61 @@ export function createMeter(maxBytes: number) {
   };
 }
 
-/**
- * Reads a whole source into memory, counted and hashed, for stores that write a file in one go
- * (database, S3); the limit stops the read as soon as it is passed.
- */
-export async function readWhole(
-  source: Readable,
-  { maxBytes, signal }: PutOptions,
-): Promise<{ chunks: Buffer[]; file: StoredFile }> {
-  const meter = createMeter(maxBytes);
-  const chunks: Buffer[] = [];
-  await pipeline(
-    source,
-    meter.count,
-    async (counted: AsyncIterable<Buffer>) => {
-      for await (const chunk of counted) chunks.push(chunk);
-    },
-    { signal },
-  );
-  return { chunks, file: meter.result(newStorageKey()) };
+/** Where stores that write a file in one go (database, S3) keep it meanwhile, unless told otherwise. */
+export function defaultSpoolDir(): string {
+  return path.join(os.tmpdir(), 'leadline-spool');
 }
+
+/** A spooled file older than this is a leftover of a process that stopped during a put. */
+const SPOOL_LEFTOVER_MS = 60 * 60 * 1000;
+
+/** A whole source in a temporary file, counted and hashed; `discard` removes the file. */
+export interface Spooled {
+  path: string;
+  file: StoredFile;
+  discard(): Promise<void>;
+}
+
+/**
+ * Keeps whole sources in temporary files of `dir`, for stores that write a file in one go
+ * (database, S3): a document of up to its limit (25 MB) is never held in memory, so that
+ * documents fetched at once cannot take the process's memory. The limit stops the read as soon
+ * as it is passed; a read that fails, is aborted or passes the limit leaves no file behind.
+ * Files a stopped process left (older than an hour) are removed at the first spool.
+ */
+export function createSpool(dir: string) {
+  let prepared: Promise<void> | undefined;
+  const prepare = async () => {
+    await fs.mkdir(dir, { recursive: true });
+    const leftoverBefore = Date.now() - SPOOL_LEFTOVER_MS;
+    for (const name of await fs.readdir(dir)) {
+      const file = path.join(dir, name);
+      const stat = await fs.stat(file).catch(() => undefined);
+      if (stat?.isFile() && stat.mtimeMs < leftoverBefore) await fs.rm(file, { force: true });
+    }
+  };
+
+  return async function spool(source: Readable, { maxBytes, signal }: PutOptions): Promise<Spooled> {
+    prepared ??= prepare().catch((error: unknown) => {
+      prepared = undefined;
+      throw error;
+    });
+    await prepared;
+    const key = newStorageKey();
+    const spoolPath = path.join(dir, path.basename(key));
+    const meter = createMeter(maxBytes);
+    // Created before any byte flows, as the directory store's temporary file (see there).
+    const handle = await fs.open(spoolPath, 'wx');
+    const discard = () => fs.rm(spoolPath, { force: true });
+    try {
+      await pipeline(source, meter.count, handle.createWriteStream(), { signal });
+    } catch (error) {
+      await handle.close().catch(() => {});
+      await discard();
+      throw error;
+    }
+    return { path: spoolPath, file: meter.result(key), discard };
+  };
+}
+
+export type Spool = ReturnType<typeof createSpool>;

@@ -1,5 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -7,10 +9,10 @@ import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES, createDatabaseStorage } from '../../src/storage/database-storage.ts';
 import { createDirectoryStorage } from '../../src/storage/directory-storage.ts';
-import { createS3Storage } from '../../src/storage/s3-storage.ts';
-import { type FileStorage, HEAD_BYTES, TooLargeError } from '../../src/storage/storage.ts';
+import { createS3Storage, type S3Settings } from '../../src/storage/s3-storage.ts';
+import { createSpool, type FileStorage, HEAD_BYTES, TooLargeError } from '../../src/storage/storage.ts';
 import { createTestDatabase, TEST_DATABASES } from '../helpers/databases.ts';
-import { startTestS3 } from '../helpers/s3.ts';
+import { startTestS3, type TestS3 } from '../helpers/s3.ts';
 
 /** One store under test, with two accounts and a way to count what it holds. */
 interface Store {
@@ -18,6 +20,8 @@ interface Store {
   accounts: [string, string];
   /** Everything it holds, temporary files and chunks included. */
   held(): Promise<number>;
+  /** The sizes of the files it keeps while it reads a source (stores that write in one go). */
+  spooled?(): Promise<number[]>;
   close(): Promise<void>;
 }
 
@@ -25,6 +29,8 @@ interface Backend {
   name: string;
   /** Whether the store itself keeps accounts apart (the directory leaves that to the document rows). */
   accountsApart: boolean;
+  /** Whether it keeps a source in a temporary file before it writes it in one go. */
+  spools: boolean;
   start(): Promise<Store>;
 }
 
@@ -32,6 +38,7 @@ const BACKENDS: Backend[] = [
   {
     name: 'directory',
     accountsApart: false,
+    spools: false,
     async start() {
       const root = await mkdtemp(path.join(os.tmpdir(), 'leads-contract-'));
       return {
@@ -48,14 +55,16 @@ const BACKENDS: Backend[] = [
     (kind): Backend => ({
       name: `database on ${kind}`,
       accountsApart: true,
+      spools: true,
       async start() {
         const database = await createTestDatabase(kind);
         const db = database.handle.db;
         const accounts: [string, string] = [randomUUID(), randomUUID()];
         for (const id of accounts)
           await db.insertInto('accounts').values({ id, name: 'Files', modules: [] }).execute();
+        const spool = await mkdtemp(path.join(os.tmpdir(), 'leads-spool-'));
         return {
-          storage: createDatabaseStorage(db),
+          storage: createDatabaseStorage(db, { spoolDir: spool }),
           accounts,
           held: async () =>
             Number(
@@ -65,8 +74,12 @@ const BACKENDS: Backend[] = [
                   .select((eb) => eb.fn.countAll<string>().as('n'))
                   .executeTakeFirstOrThrow()
               ).n,
-            ),
-          close: () => database.drop(),
+            ) + (await spooledSizes(spool)).length,
+          spooled: () => spooledSizes(spool),
+          close: async () => {
+            await database.drop();
+            await rm(spool, { recursive: true, force: true });
+          },
         };
       },
     }),
@@ -74,17 +87,29 @@ const BACKENDS: Backend[] = [
   {
     name: 's3',
     accountsApart: true,
+    spools: true,
     async start() {
       const s3 = await startTestS3({ prefix: 'leadline/' });
+      const spool = await mkdtemp(path.join(os.tmpdir(), 'leads-spool-'));
       return {
-        storage: createS3Storage(s3.settings),
+        storage: createS3Storage(s3.settings, { spoolDir: spool }),
         accounts: [randomUUID(), randomUUID()],
-        held: async () => (await s3.objectNames()).length,
-        close: () => s3.close(),
+        held: async () => (await s3.objectNames()).length + (await spooledSizes(spool)).length,
+        spooled: () => spooledSizes(spool),
+        close: async () => {
+          await s3.close();
+          await rm(spool, { recursive: true, force: true });
+        },
       };
     },
   },
 ];
+
+/** The sizes of the files in a spool directory. */
+async function spooledSizes(dir: string): Promise<number[]> {
+  const names = await readdir(dir);
+  return Promise.all(names.map(async (name) => (await stat(path.join(dir, name))).size));
+}
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
@@ -96,7 +121,7 @@ const streamOf = (bytes: Buffer, size = 10_000) =>
     ),
   );
 
-describe.each(BACKENDS)('file storage: $name', ({ accountsApart, start }) => {
+describe.each(BACKENDS)('file storage: $name', ({ accountsApart, spools, start }) => {
   let store: Store;
   let account: string;
   beforeAll(async () => {
@@ -133,6 +158,23 @@ describe.each(BACKENDS)('file storage: $name', ({ accountsApart, start }) => {
       expect(stored.head.equals(bytes.subarray(0, HEAD_BYTES))).toBe(true);
       expect((await read(stored.key)).equals(bytes)).toBe(true);
     });
+
+    it.runIf(spools)(
+      'keeps what it has read of a source in a file while it reads, not in memory, and removes the file after',
+      async () => {
+        const source = new Readable({ read() {} });
+        const first = randomBytes(100_000);
+        source.push(first);
+        const put = store.storage.put(account, source, { maxBytes: 1_000_000 });
+        await expect.poll(() => store.spooled!()).toEqual([first.length]);
+        const rest = randomBytes(300_000);
+        source.push(rest);
+        source.push(null);
+        const stored = await put;
+        expect(await store.spooled!()).toEqual([]);
+        expect((await read(stored.key)).equals(Buffer.concat([first, rest]))).toBe(true);
+      },
+    );
 
     it('stores an empty file', async () => {
       const stored = await store.storage.put(account, Readable.from([]), { maxBytes: 10 });
@@ -227,6 +269,28 @@ describe.each(BACKENDS)('file storage: $name', ({ accountsApart, start }) => {
   });
 });
 
+describe('spool', () => {
+  it('removes files a stopped process left (older than an hour) at its first use, and no others', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-spool-'));
+    try {
+      const leftover = path.join(dir, randomUUID());
+      const recent = path.join(dir, randomUUID());
+      await writeFile(leftover, 'left by a process that stopped');
+      await writeFile(recent, 'another process is reading this one');
+      const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+      await utimes(leftover, twoHoursAgo, twoHoursAgo);
+      const spooled = await createSpool(dir)(Readable.from([Buffer.from('new')]), { maxBytes: 10 });
+      expect((await readdir(dir)).sort()).toEqual(
+        [path.basename(recent), path.basename(spooled.path)].sort(),
+      );
+      await spooled.discard();
+      expect(await readdir(dir)).toEqual([path.basename(recent)]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('database storage', () => {
   it('keeps a file in 256 KiB chunks, numbered in order', async () => {
     const database = await createTestDatabase(TEST_DATABASES[0]!);
@@ -256,7 +320,107 @@ describe('database storage', () => {
   });
 });
 
+/**
+ * A real HTTP server in front of the test S3 that answers the first `failures` PUTs with 503
+ * (after reading their bodies) and passes everything else on; it counts the PUTs and their bytes.
+ */
+async function startFlakyS3Proxy(target: string, failures: number) {
+  const puts: number[] = [];
+  let left = failures;
+  const server = http.createServer(async (request, response) => {
+    if (request.method === 'PUT') {
+      const body = await buffer(request);
+      puts.push(body.length);
+      if (left > 0) {
+        left--;
+        response.writeHead(503, { 'content-type': 'application/xml' });
+        response.end('<Error><Code>ServiceUnavailable</Code><Message>Try again</Message></Error>');
+        return;
+      }
+      const forwarded = http.request(`${target}${request.url}`, { method: 'PUT', headers: request.headers });
+      forwarded.on('response', (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      });
+      forwarded.end(body);
+      return;
+    }
+    const forwarded = http.request(`${target}${request.url}`, {
+      method: request.method,
+      headers: request.headers,
+    });
+    forwarded.on('response', (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    request.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    puts,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 describe('S3 storage', () => {
+  /** A store in a test S3 behind the flaky proxy, with a spool of its own; all removed after `run`. */
+  async function withFlakyS3(
+    failures: number,
+    run: (context: {
+      s3: TestS3;
+      proxy: Awaited<ReturnType<typeof startFlakyS3Proxy>>;
+      spool: string;
+      settings: S3Settings;
+    }) => Promise<void>,
+  ) {
+    const s3 = await startTestS3();
+    const proxy = await startFlakyS3Proxy(s3.endpoint, failures);
+    const spool = await mkdtemp(path.join(os.tmpdir(), 'leads-spool-'));
+    try {
+      await run({ s3, proxy, spool, settings: { ...s3.settings, endpoint: proxy.endpoint } });
+    } finally {
+      await proxy.close();
+      await s3.close();
+      await rm(spool, { recursive: true, force: true });
+    }
+  }
+
+  it('sends a put again after a server error, streaming the whole file each time', () =>
+    withFlakyS3(2, async ({ s3, proxy, spool, settings }) => {
+      const storage = createS3Storage(settings, { spoolDir: spool, retryDelayMs: 10 });
+      const bytes = randomBytes(300_000);
+      const account = randomUUID();
+      const stored = await storage.put(account, streamOf(bytes), { maxBytes: bytes.length });
+      expect(proxy.puts).toEqual([bytes.length, bytes.length, bytes.length]);
+      expect((await s3.objectBytes(`${account}/${stored.key}`)).equals(bytes)).toBe(true);
+      expect(await readdir(spool)).toEqual([]);
+    }));
+
+  it('gives up after three attempts with the last error, and leaves neither object nor file', () =>
+    withFlakyS3(3, async ({ s3, proxy, spool, settings }) => {
+      const storage = createS3Storage(settings, { spoolDir: spool, retryDelayMs: 10 });
+      await expect(
+        storage.put(randomUUID(), Readable.from([Buffer.from('never kept')]), { maxBytes: 100 }),
+      ).rejects.toMatchObject({ $metadata: { httpStatusCode: 503 } });
+      expect(proxy.puts).toEqual([10, 10, 10]);
+      expect(await s3.objectNames()).toEqual([]);
+      expect(await readdir(spool)).toEqual([]);
+    }));
+
+  it('does not send again a put the server refused for the request itself (4xx)', () =>
+    withFlakyS3(0, async ({ proxy, spool, settings }) => {
+      const storage = createS3Storage(
+        { ...settings, accessKeyId: 'NOT-A-KEY', secretAccessKey: 'wrong' },
+        { spoolDir: spool, retryDelayMs: 10 },
+      );
+      await expect(
+        storage.put(randomUUID(), Readable.from([Buffer.from('refused')]), { maxBytes: 100 }),
+      ).rejects.toMatchObject({ name: 'InvalidAccessKeyId' });
+      expect(proxy.puts).toEqual([7]);
+    }));
+
   it('names each object after its account under the prefix', async () => {
     const s3 = await startTestS3({ prefix: 'files/leadline/' });
     try {
