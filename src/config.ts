@@ -20,9 +20,9 @@ export interface Config {
   filesStorage: FilesStorage;
   /** The bucket of `filesStorage: 's3'` (LEADS_S3_*); undefined with the other stores. */
   s3: S3Settings | undefined;
-  /** Operator token from the environment; when absent it is generated and kept in the data dir. */
+  /** Operator token from the environment; when absent it is generated at the first start and its hash kept in the database. */
   adminToken: string | undefined;
-  /** HMAC secret from the environment; when absent it is generated and kept in the data dir. */
+  /** HMAC secret from the environment; when absent it is generated at the first start and kept in the database. */
   secret: string | undefined;
   publicUrl: string;
   fetchAllowPrivate: boolean;

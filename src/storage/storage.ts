@@ -109,26 +109,32 @@ export interface Spooled {
  * (database, S3): a document of up to its limit (25 MB) is never held in memory, so that
  * documents fetched at once cannot take the process's memory. The limit stops the read as soon
  * as it is passed; a read that fails, is aborted or passes the limit leaves no file behind.
- * Files a stopped process left (older than an hour) are removed at the first spool.
+ * Files a stopped process left (older than an hour) are removed at a spool, at most once an hour
+ * per process.
  */
-export function createSpool(dir: string) {
-  let prepared: Promise<void> | undefined;
-  const prepare = async () => {
-    await fs.mkdir(dir, { recursive: true });
-    const leftoverBefore = Date.now() - SPOOL_LEFTOVER_MS;
+export function createSpool(dir: string, clock: () => number = Date.now) {
+  let created: Promise<unknown> | undefined;
+  let sweptAt = Number.NEGATIVE_INFINITY;
+  const sweep = async (now: number) => {
     for (const name of await fs.readdir(dir)) {
       const file = path.join(dir, name);
       const stat = await fs.stat(file).catch(() => undefined);
-      if (stat?.isFile() && stat.mtimeMs < leftoverBefore) await fs.rm(file, { force: true });
+      if (stat?.isFile() && stat.mtimeMs < now - SPOOL_LEFTOVER_MS) await fs.rm(file, { force: true });
     }
   };
 
   return async function spool(source: Readable, { maxBytes, signal }: PutOptions): Promise<Spooled> {
-    prepared ??= prepare().catch((error: unknown) => {
-      prepared = undefined;
+    created ??= fs.mkdir(dir, { recursive: true }).catch((error: unknown) => {
+      created = undefined;
       throw error;
     });
-    await prepared;
+    await created;
+    const now = clock();
+    if (now - sweptAt >= SPOOL_LEFTOVER_MS) {
+      sweptAt = now;
+      // Housekeeping: a directory that cannot be read fails the put below, not here.
+      await sweep(now).catch(() => {});
+    }
     const key = newStorageKey();
     const spoolPath = path.join(dir, path.basename(key));
     const meter = createMeter(maxBytes);

@@ -270,21 +270,38 @@ describe.each(BACKENDS)('file storage: $name', ({ accountsApart, spools, start }
 });
 
 describe('spool', () => {
-  it('removes files a stopped process left (older than an hour) at its first use, and no others', async () => {
+  it('removes files a stopped process left (older than an hour), and no others, at most once an hour', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-spool-'));
     try {
-      const leftover = path.join(dir, randomUUID());
-      const recent = path.join(dir, randomUUID());
-      await writeFile(leftover, 'left by a process that stopped');
-      await writeFile(recent, 'another process is reading this one');
-      const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-      await utimes(leftover, twoHoursAgo, twoHoursAgo);
-      const spooled = await createSpool(dir)(Readable.from([Buffer.from('new')]), { maxBytes: 10 });
-      expect((await readdir(dir)).sort()).toEqual(
-        [path.basename(recent), path.basename(spooled.path)].sort(),
-      );
-      await spooled.discard();
-      expect(await readdir(dir)).toEqual([path.basename(recent)]);
+      const HOUR = 60 * 60 * 1000;
+      let now = Date.now();
+      const spool = createSpool(dir, () => now);
+      const fileAged = async (ageMs: number) => {
+        const file = path.join(dir, randomUUID());
+        await writeFile(file, 'left by a process that stopped, or being read by another');
+        const at = new Date(now - ageMs);
+        await utimes(file, at, at);
+        return path.basename(file);
+      };
+      const names = async () => (await readdir(dir)).sort();
+      const leftover = await fileAged(2 * HOUR);
+      const recent = await fileAged(60_000);
+      const first = await spool(Readable.from([Buffer.from('new')]), { maxBytes: 10 });
+      expect(await names()).toEqual([recent, path.basename(first.path)].sort());
+      expect(await names()).not.toContain(leftover);
+      await first.discard();
+      // Within the hour no second look: a file that is old by now stays until the next one.
+      now += HOUR / 2;
+      const later = await fileAged(2 * HOUR);
+      const second = await spool(Readable.from([Buffer.from('new')]), { maxBytes: 10 });
+      await second.discard();
+      expect(await names()).toEqual([recent, later].sort());
+      now += HOUR / 2;
+      const fresh = await fileAged(0);
+      const third = await spool(Readable.from([Buffer.from('new')]), { maxBytes: 10 });
+      await third.discard();
+      // An hour on, the file of a minute then is old too.
+      expect(await names()).toEqual([fresh]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
