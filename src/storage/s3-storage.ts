@@ -59,9 +59,11 @@ const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
  * removal, in case the bucket took it before the answer was lost. The SDK is loaded with the
  * first file, so that the other stores never load it.
  */
-export function createS3Storage(settings: S3Settings, options: S3StorageOptions = {}): FileStorage {
-  const spool = createSpool(options.spoolDir ?? defaultSpoolDir());
-  const retryDelayMs = options.retryDelayMs ?? 200;
+export function createS3Storage(
+  settings: S3Settings,
+  { spoolDir, retryDelayMs = 200 }: S3StorageOptions = {},
+): FileStorage {
+  const spool = createSpool(spoolDir ?? defaultSpoolDir());
   let connecting: Promise<{ sdk: S3Sdk; client: InstanceType<S3Sdk['S3Client']> }> | undefined;
   const connect = () => {
     connecting ??= import('@aws-sdk/client-s3').then((sdk) => ({
