@@ -31,7 +31,7 @@ const billing = (maxLength: number, description?: string) =>
   Type.Union([text(maxLength), Type.Null()], description ? { description } : {});
 
 const COUNTRY_RULE =
-  'a two-letter code (any case), a three-letter code, or a country name in English, German or another language the country list offers; stored as the upper-case two-letter code; an unknown or ambiguous name answers 422 reason invalid_country';
+  'a two-letter code (any case) or a country name in English, German or another language the country list offers; stored as the upper-case two-letter code; a three-letter code, an unknown or an ambiguous name answers 422 reason invalid_country';
 const EMAIL_RULE = 'an email address; another value answers 422 reason invalid_format';
 
 /** Snake_case members, each with its rule; camelCase members are added from them below. */
