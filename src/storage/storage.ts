@@ -63,7 +63,7 @@ export function checkStorageKey(key: string): string {
  * Counts, hashes and keeps the head of the bytes that pass through `meter.count`; passing
  * `maxBytes` fails the stream with TooLargeError.
  */
-export function createMeter(maxBytes: number) {
+function createMeter(maxBytes: number) {
   const hash = createHash('sha256');
   const head: Buffer[] = [];
   let headLength = 0;
@@ -87,6 +87,31 @@ export function createMeter(maxBytes: number) {
       return { key, size, sha256: hash.digest('hex'), head: Buffer.concat(head, headLength) };
     },
   };
+}
+
+/**
+ * Streams a source into a new file of `dir`, named after a new storage key, while counting and
+ * hashing it; a source that fails, is aborted or passes `maxBytes` leaves no file behind.
+ */
+export async function writeNewFile(
+  dir: string,
+  source: Readable,
+  { maxBytes, signal }: PutOptions,
+): Promise<{ path: string; file: StoredFile }> {
+  const key = newStorageKey();
+  const filePath = path.join(dir, path.basename(key));
+  const meter = createMeter(maxBytes);
+  // The file exists before any byte flows: a write stream that opened it by path could create
+  // it after a failed pipeline had already removed it, leaving it behind.
+  const handle = await fs.open(filePath, 'wx');
+  try {
+    await pipeline(source, meter.count, handle.createWriteStream(), { signal });
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await fs.rm(filePath, { force: true });
+    throw error;
+  }
+  return { path: filePath, file: meter.result(key) };
 }
 
 /** Where stores that write a file in one go (database, S3) keep it meanwhile, unless told otherwise. */
@@ -123,7 +148,7 @@ export function createSpool(dir: string, clock: () => number = Date.now) {
     }
   };
 
-  return async function spool(source: Readable, { maxBytes, signal }: PutOptions): Promise<Spooled> {
+  return async function spool(source: Readable, options: PutOptions): Promise<Spooled> {
     created ??= fs.mkdir(dir, { recursive: true }).catch((error: unknown) => {
       created = undefined;
       throw error;
@@ -135,21 +160,7 @@ export function createSpool(dir: string, clock: () => number = Date.now) {
       // Housekeeping: a directory that cannot be read fails the put below, not here.
       await sweep(now).catch(() => {});
     }
-    const key = newStorageKey();
-    const spoolPath = path.join(dir, path.basename(key));
-    const meter = createMeter(maxBytes);
-    // Created before any byte flows, as the directory store's temporary file (see there).
-    const handle = await fs.open(spoolPath, 'wx');
-    const discard = () => fs.rm(spoolPath, { force: true });
-    try {
-      await pipeline(source, meter.count, handle.createWriteStream(), { signal });
-    } catch (error) {
-      await handle.close().catch(() => {});
-      await discard();
-      throw error;
-    }
-    return { path: spoolPath, file: meter.result(key), discard };
+    const { path: spoolPath, file } = await writeNewFile(dir, source, options);
+    return { path: spoolPath, file, discard: () => fs.rm(spoolPath, { force: true }) };
   };
 }
-
-export type Spool = ReturnType<typeof createSpool>;
