@@ -201,7 +201,10 @@ describe.each(TEST_DATABASES)('outbound sending beside an endpoint that stopped 
     expect(arrived!.at - sentAt).toBeLessThan(TIMEOUT_MS);
 
     await sleep(2 * TIMEOUT_MS);
-    const afterStall = silentHook.received.filter((entry) => entry.at > firstAt + TIMEOUT_MS + 100);
+    // Every request of the first round went out before its first timeout ended; half a timeout
+    // after that, the receiver in this process (which notes arrivals late when the machine is
+    // loaded) can no longer be noting one of them, and what arrives is the guard's probes.
+    const afterStall = silentHook.received.filter((entry) => entry.at > firstAt + 1.5 * TIMEOUT_MS);
     expect(afterStall.length).toBeGreaterThan(0);
     // One probe at a time: each goes out when the one before timed out, a timeout apart. Compared
     // over a quarter of it, since the receiver in this process notes arrivals late when the
