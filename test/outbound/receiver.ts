@@ -29,7 +29,7 @@ export async function startReceiver(port = 0) {
   const invalid: Received[] = [];
   const answers: Answer[] = [];
   let secrets: string[] = [];
-  let fallback: Answer = { status: 200, body: 'ok' };
+  let fallback: Answer | ((entry: Received) => Answer) = { status: 200, body: 'ok' };
   let beforeAnswer: ((entry: Received) => Promise<void>) | null = null;
   const hanging = new Set<http.ServerResponse>();
   const server = http.createServer((request, response) => {
@@ -59,7 +59,7 @@ export async function startReceiver(port = 0) {
         return;
       }
       received.push(entry);
-      const answer = answers.shift() ?? fallback;
+      const answer = answers.shift() ?? (typeof fallback === 'function' ? fallback(entry) : fallback);
       if (answer === 'hang') {
         hanging.add(response);
         return;
@@ -85,7 +85,8 @@ export async function startReceiver(port = 0) {
     answerNext(...next: Answer[]) {
       answers.push(...next);
     },
-    answerAlways(answer: Answer) {
+    /** The answer to every request beyond `answerNext`'s, or a choice made per request. */
+    answerAlways(answer: Answer | ((entry: Received) => Answer)) {
       fallback = answer;
     },
     /** Runs `step` on each verified request before answering it (the sender waits meanwhile). */
