@@ -92,11 +92,17 @@ export function inspectBody(body: unknown, entriesKey?: string): BodyInspection 
       if (key !== entriesKey) rest[key] = (body as Record<string, unknown>)[key];
     }
     tooDeep = walk(rest, 1, [], details);
+    // One path and one list for all entries (a walk leaves its path as it found it, unless it
+    // stops for depth); a new list only after an entry filled one.
+    const path: Path = [];
+    let found: ValidationDetail[] = [];
     for (let index = 0; index < list.length && !tooDeep; index++) {
-      const found: ValidationDetail[] = [];
       // An entry sits at depth 3: the body, its array, the entry.
-      tooDeep = walk(list[index], 3, [], found);
-      if (found.length > 0) entries.set(index, found);
+      tooDeep = walk(list[index], 3, path, found);
+      if (found.length > 0) {
+        entries.set(index, found);
+        found = [];
+      }
     }
   } else {
     tooDeep = walk(body, 1, [], details);

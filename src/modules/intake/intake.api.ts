@@ -60,7 +60,7 @@ export interface Answer {
   replayed: boolean;
 }
 
-function s2Response(outcome: IntakeOutcome) {
+function s2Response(outcome: Omit<IntakeOutcome, 'createdAt'>) {
   return {
     id: outcome.recordId,
     entity: outcome.entityKey,

@@ -121,6 +121,11 @@ function ownEntries(value: object): [string, unknown][] {
   return Object.keys(value).map((key) => [key, (value as Record<string, unknown>)[key]]);
 }
 
+/** `ownEntries`, added to `into` without a list between (it runs for every entry of a bulk call). */
+function addOwnEntries(value: object, into: [string, unknown][]): void {
+  for (const key of Object.keys(value)) into.push([key, (value as Record<string, unknown>)[key]]);
+}
+
 function metaString(
   meta: Record<string, unknown>,
   key: string,
@@ -154,11 +159,11 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     if (!isJsonObject(body.fields)) {
       problems.push({ key: 'fields', reason: 'invalid_type', message: 'fields must be an object' });
     } else {
-      submitted.push(...ownEntries(body.fields));
+      addOwnEntries(body.fields, submitted);
     }
   }
-  for (const [key, value] of ownEntries(body)) {
-    if (!S2_RESERVED_KEYS.has(key)) submitted.push([key, value]);
+  for (const key of Object.keys(body)) {
+    if (!S2_RESERVED_KEYS.has(key)) submitted.push([key, (body as Record<string, unknown>)[key]]);
   }
   // `fields` is required (interface); values as top-level keys (rule 1, a plain form's) stand
   // in for it, but a handover with neither has nothing to take in.

@@ -200,6 +200,7 @@ function refuseNodesBeyondPermissions(ctx: IntakeContext, handover: Handover): v
   }
   const { permissions, role } = ctx;
   if (!permissions && !role) return;
+  if (handover.crm === null && handover.booking === null && handover.distribution === null) return;
   const given = (
     [
       ['crm', handover.crm !== null],
@@ -488,8 +489,8 @@ export function createIntakeService({
     }
     let assigneeId: string | null = null;
     let viewerIds: string[] = [];
-    const named = [...(handover.assignee ? [handover.assignee] : []), ...handover.viewers];
-    if (named.length > 0) {
+    if (handover.assignee || handover.viewers.length > 0) {
+      const named = [...(handover.assignee ? [handover.assignee] : []), ...handover.viewers];
       const found = await users.findByIdsOrEmails(
         ctx.accountId,
         named.filter((n) => UUID.test(n)).map((n) => n.toLowerCase()),
@@ -508,7 +509,7 @@ export function createIntakeService({
         else if (!viewerIds.includes(id)) viewerIds.push(id);
       }
     }
-    viewerIds = viewerIds.slice(0, 100);
+    if (viewerIds.length > 100) viewerIds = viewerIds.slice(0, 100);
     if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
     return { entity, values, warnings, placement, assigneeId, viewerIds };
   }
@@ -1251,7 +1252,8 @@ export function createIntakeService({
     async intakeBatch(
       ctx: IntakeContext,
       handovers: Handover[],
-      answer: (outcome: IntakeOutcome) => unknown,
+      /** Made before the statement writes: an answer that names the write time cannot be one. */
+      answer: (outcome: Omit<IntakeOutcome, 'createdAt'>) => unknown,
       logCall?: (results: BatchResult[]) => IntakeLogEntry | null,
     ): Promise<{ results: BatchResult[]; logged: boolean }> {
       const results: BatchResult[] = handovers.map(() => ({ kind: 'fallback' }));
@@ -1283,33 +1285,29 @@ export function createIntakeService({
         await checkKey(ctx);
         return { results, logged: false };
       }
-      // The records of one statement share their creation time (and its one Date): written once.
-      let written: { at: Date; text: string } | null = null;
-      const isoOnce = (at: Date) => {
-        if (written?.at !== at) written = { at, text: iso(at) };
-        return written.text;
-      };
-      const answerOf = ({ row, prepared }: (typeof batch)[number], createdAt: Date): BatchResult => ({
-        kind: 'done',
-        status: 201,
-        body: answer({
-          recordId: row.id,
-          entityKey: prepared.entity.key,
-          created: true,
-          updated: false,
-          createdAt: isoOnce(createdAt),
-          email: givenEmailOf(prepared),
-          warnings: [...prepared.warnings],
+      // Made once an entry, before the statement: the call's log entry lists them, and they are
+      // the answers of the entries the statement creates.
+      const answers = batch.map(
+        ({ row, prepared }): BatchResult => ({
+          kind: 'done',
+          status: 201,
+          body: answer({
+            recordId: row.id,
+            entityKey: prepared.entity.key,
+            created: true,
+            updated: false,
+            email: givenEmailOf(prepared),
+            warnings: [...prepared.warnings],
+          }),
         }),
-      });
+      );
       let callLog: IntakeLogEntry | null = null;
       if (
         logCall &&
         batch.length + results.filter((result) => result.kind === 'error').length === handovers.length
       ) {
         const expected = [...results];
-        const now = new Date();
-        for (const item of batch) expected[item.index] = answerOf(item, now);
+        for (const [position, item] of batch.entries()) expected[item.index] = answers[position]!;
         callLog = logCall(expected);
       }
       const uncheckedKeyId = ctx.key && !ctx.key.checked ? ctx.key.keyId : null;
@@ -1323,9 +1321,8 @@ export function createIntakeService({
       );
       if (keyRevoked.size > 0) refuseRevokedKey(ctx);
       if (ctx.key) ctx.key.checked = true;
-      for (const item of batch) {
-        const createdAt = created.get(item.row.id);
-        if (createdAt) results[item.index] = answerOf(item, createdAt);
+      for (const [position, item] of batch.entries()) {
+        if (created.has(item.row.id)) results[item.index] = answers[position]!;
       }
       return { results, logged };
     },
