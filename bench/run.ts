@@ -66,6 +66,20 @@ import {
   webhookIntakeScenario,
 } from './scenarios.ts';
 import { seedRecords } from './seed.ts';
+import {
+  type GrowthPair,
+  type GrowthRun,
+  growthVerdicts,
+  type LatencyPair,
+  mb,
+  median,
+  pct,
+  pct1,
+  type TargetResult,
+  targetsOf,
+  times,
+  webhookRatio,
+} from './verdicts.ts';
 import type { DeliveriesAnswer, Delivery } from './webhook-receiver.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -157,11 +171,6 @@ const INSTANCE_SECRET = randomBytes(32).toString('base64url');
 /** The key the baseline's reads present (it keeps only its SHA-256, as the service does). */
 const BASELINE_API_KEY = `bench_${randomBytes(24).toString('hex')}`;
 const SETUP_RECORDS = 500;
-
-const pct = (ratio: number) => `${Math.round(ratio * 100)}%`;
-const pct1 = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
-const met = (ok: boolean) => (ok ? 'met' : 'missed');
-const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 
 // ---------------------------------------------------------------------------------------------
 // Child processes and clean-up: every child and every temporary database or directory is
@@ -345,33 +354,6 @@ async function api(base: string, key: string, method: string, url: string, body?
 
 // ---------------------------------------------------------------------------------------------
 // One database kind: baseline and service side by side, the scenarios, the growth run.
-
-/** One alternating round of the grown service and its empty twin, in the same minutes. */
-interface GrowthPair {
-  scenario: ServiceScenarioName;
-  empty: Measured;
-  grown: Measured;
-}
-
-interface GrowthRun {
-  rows: number;
-  seedSeconds: number;
-  /** The baseline measured again before the grown rounds: how far the machine's speed moved. */
-  baselineSingle: Measured;
-  /** BENCH_GROWTH_ROUNDS rounds per scenario, each the empty twin and the grown service in turn. */
-  pairs: GrowthPair[];
-}
-
-/** The p99 of baseline.single and of intake.single, measured one right after the other. */
-interface LatencyPair {
-  baselineP99: number;
-  serviceP99: number;
-  baselineRps: number;
-  serviceRps: number;
-  /** WAL a row in kB of each (bench/scenarios.ts, walKbPerRow); null on PGlite. */
-  baselineWalKb: number | null;
-  serviceWalKb: number | null;
-}
 
 /** One back-to-back pair of plain intake and intake with one webhook subscription, and its deliveries. */
 interface WebhookRound {
@@ -1309,150 +1291,6 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
 // ---------------------------------------------------------------------------------------------
 // Report.
 
-interface TargetResult {
-  database: string;
-  target: string;
-  value: string;
-  verdict: string;
-}
-
-function targetsOf(run: DatabaseRun): TargetResult[] {
-  const targets: TargetResult[] = [];
-  const { database } = run;
-  const single = run.service.find((m) => m.scenario === 'intake.single');
-  const bulk = run.service.find((m) => m.scenario === 'intake.bulk100');
-  const base = run.baseline;
-  if (single && base) {
-    // Judged in every alternating round (issue 18): the worst round decides.
-    const rates = run.latencyPairs.map((pair) => pair.serviceRps / pair.baselineRps);
-    const ratios = run.latencyPairs.map((pair) => pair.serviceP99 / pair.baselineP99);
-    const rounds = (values: string[]) => (values.length > 1 ? ` (rounds: ${values.join(', ')})` : '');
-    targets.push({
-      database,
-      target: `single-record intake ≥ 85% of the baseline's req/s in every round of ${rates.length}`,
-      // On PostgreSQL each round also shows the WAL a request of both: a round that began
-      // a checkpoint writes full-page images and shows more.
-      value: `lowest ${pct1(Math.min(...rates))}${rounds(
-        run.latencyPairs.map(
-          (pair, index) =>
-            `${pct1(rates[index]!)}${pair.serviceWalKb === null || pair.baselineWalKb === null ? '' : ` (WAL ${pair.serviceWalKb.toFixed(2)} vs ${pair.baselineWalKb.toFixed(2)} kB a request)`}`,
-        ),
-      )}`,
-      verdict: met(Math.min(...rates) >= 0.85),
-    });
-    targets.push({
-      database,
-      target: `single-record intake p99 ≤ 1.5× the baseline's in every round of ${ratios.length}`,
-      value: `highest ${times(Math.max(...ratios))}${rounds(
-        run.latencyPairs.map(
-          (pair) =>
-            `${times(pair.serviceP99 / pair.baselineP99)} (${pair.serviceP99} vs ${pair.baselineP99} ms)`,
-        ),
-      )}`,
-      verdict: met(Math.max(...ratios) <= 1.5),
-    });
-  }
-  /** A scenario's req/s at least `share` of its baseline's, and its p99 at most 1.5× the baseline's. */
-  const rateAndTail = (label: string, measured: Measured, baseline: Measured, baselineName: string) => {
-    const rate = measured.requestsPerSecond / baseline.requestsPerSecond;
-    const p99 = measured.p99 / baseline.p99;
-    targets.push(
-      {
-        database,
-        target: `${label} ≥ 70% of ${baselineName} req/s`,
-        value: pct1(rate),
-        verdict: met(rate >= 0.7),
-      },
-      {
-        database,
-        target: `${label} p99 ≤ 1.5× ${baselineName}`,
-        value: `${times(p99)} (${measured.p99} vs ${baseline.p99} ms)`,
-        verdict: met(p99 <= 1.5),
-      },
-    );
-  };
-  const read = run.service.find((m) => m.scenario === 'records.get');
-  if (read && base?.read) rateAndTail('record reads', read, base.read, "the bare read baseline's");
-  const notes = run.service.find((m) => m.scenario === 'notes.by_email');
-  if (notes && base) rateAndTail('notes by email', notes, base.single, "the insert baseline's");
-  const idempotent = run.service.find((m) => m.scenario === 'intake.idempotent');
-  if (idempotent && base) {
-    const rate = idempotent.requestsPerSecond / base.single.requestsPerSecond;
-    targets.push({
-      database,
-      target: "idempotent intake ≥ 60% of the insert baseline's req/s",
-      value: pct1(rate),
-      verdict: met(rate >= 0.6),
-    });
-  }
-  if (bulk && run.bulkFloor) {
-    const rows = bulk.rowsPerSecond / run.bulkFloor.rowsPerSecond;
-    targets.push({
-      database,
-      target: "bulk ≥ 75% of the storage floor's rows/s",
-      value: `${pct1(rows)} (${bulk.rowsPerSecond} against ${run.bulkFloor.rowsPerSecond} rows/s)`,
-      verdict: met(rows >= 0.75),
-    });
-  }
-  if (bulk && base) {
-    const rows = bulk.rowsPerSecond / base.bulk.rowsPerSecond;
-    targets.push({
-      database,
-      target: "bulk against the baseline's multi-row rows/s (reported; the target is the floor's)",
-      value: `${pct1(rows)}${run.bulkFloor ? `; the floor itself ${pct1(run.bulkFloor.rowsPerSecond / base.bulk.rowsPerSecond)}` : ''}`,
-      verdict: run.bulkFloor ? 'reported' : met(rows >= 0.75),
-    });
-  }
-  if (run.webhookRounds.length > 0) {
-    const ratios = run.webhookRounds.map((round) => webhookRatio(round));
-    const ratio = median(ratios);
-    targets.push({
-      database,
-      target: 'intake with one webhook subscription ≥ 80% of plain intake req/s',
-      value:
-        ratios.length > 1
-          ? `${pct1(ratio)} (median of ${ratios.length} back-to-back pairs: ${ratios.map(pct1).join(', ')})`
-          : pct1(ratio),
-      verdict: met(ratio >= 0.8),
-    });
-  }
-  if (run.growth) {
-    const full = run.growth.rows >= 1_000_000;
-    for (const { scenario, ratios, ratio } of growthVerdicts(run.growth)) {
-      const ok = ratio >= 0.9;
-      targets.push({
-        database,
-        target: `${scenario} with 1,000,000 records within 10% of the empty run`,
-        value: `${pct1(ratio)} of the empty twin's req/s at ${run.growth.rows.toLocaleString('en')} records (median of ${ratios.length} alternating pairs: ${ratios.map(pct1).join(', ')})`,
-        verdict: full
-          ? met(ok)
-          : `${met(ok)} (indicative: ${run.growth.rows.toLocaleString('en')} records, not 1,000,000)`,
-      });
-    }
-  }
-  {
-    const peak = mb(run.servicePeakRssBytes);
-    const limit = database === 'postgres' ? 200 : 450;
-    targets.push({
-      database,
-      target: `peak server RSS ≤ ${limit} MB`,
-      value: `${peak} MB`,
-      verdict: met(peak <= limit),
-    });
-  }
-  return targets;
-}
-
-/** Per grown scenario: its alternating pairs, each pair's req/s ratio, and their median (the verdict's). */
-function growthVerdicts(growth: GrowthRun) {
-  const scenarios = [...new Set(growth.pairs.map((pair) => pair.scenario))];
-  return scenarios.map((scenario) => {
-    const pairs = growth.pairs.filter((pair) => pair.scenario === scenario);
-    const ratios = pairs.map((pair) => pair.grown.requestsPerSecond / pair.empty.requestsPerSecond);
-    return { scenario, pairs, ratios, ratio: median(ratios) };
-  });
-}
-
 /** One alternating round of the bare baseline and single-record intake. */
 function pairOf(baseline: Measured, service: Measured): LatencyPair {
   return {
@@ -1463,11 +1301,6 @@ function pairOf(baseline: Measured, service: Measured): LatencyPair {
     baselineWalKb: walKbPerRow(baseline),
     serviceWalKb: walKbPerRow(service),
   };
-}
-
-/** Intake req/s with the subscription over plain intake's, measured right before it. */
-function webhookRatio(round: WebhookRound): number {
-  return round.subscribed.requestsPerSecond / round.plain.requestsPerSecond;
 }
 
 /** intake.distribution per database: records/s, deliveries/s and the receipt lag. */
@@ -1548,21 +1381,6 @@ function stageMoveTable(runs: DatabaseRun[]): string[] {
       'a cycle behind) runs no automation and is counted apart.',
   );
   return lines;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
-/**
- * A ratio as the table shows it: two decimals and a multiplication sign. Two, not one: the p99
- * targets are judged at 1.5×, and a ratio of 1.53 shown as "1.5×" beside **missed** reads as a
- * contradiction.
- */
-function times(ratio: number): string {
-  return `${Math.round(ratio * 100) / 100}×`;
 }
 
 /** Total CPU (server and database) per row of `m` over that of `base`. */
