@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
+import { PREPARED } from '../../src/db/prepared.ts';
 import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
 import type { GenerationHints } from './schema-arbitrary.ts';
@@ -311,7 +312,9 @@ const LOG_TABLES = new Set(['intake_log', 'idempotency_keys', 'schema_migrations
 
 /**
  * A digest of every row the world's account owns (and of the account list), to see that a
- * refused request wrote nothing. One statement over every table of the schema, found once.
+ * refused request wrote nothing. One statement over every table of the schema, found once, and
+ * prepared (`PREPARED`): parsing and planning its 38 subqueries took longer than reading the rows
+ * (1,582 digests a run: 4.4 s unprepared, 2.0 s prepared).
  */
 export async function stateDigester(t: TestApp): Promise<(accountId: string) => Promise<string>> {
   const tables = await sql<{ table_name: string; scoped: boolean }>`
@@ -328,9 +331,9 @@ export async function stateDigester(t: TestApp): Promise<(accountId: string) => 
       const filter = scoped ? sql`WHERE x.account_id = ${accountId}` : sql``;
       return sql`(SELECT ${sql.lit(`${table}:`)} || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '-') FROM ${sql.table(table)} x ${filter})`;
     });
-    const result = await sql<{ digest: string }>`SELECT concat_ws(' ', ${sql.join(parts)}) AS digest`.execute(
-      t.db,
-    );
+    const result = await sql<{
+      digest: string;
+    }>`SELECT concat_ws(' ', ${sql.join(parts)}) AS digest ${PREPARED}`.execute(t.db);
     return result.rows[0]?.digest ?? '';
   };
 }
