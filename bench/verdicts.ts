@@ -15,7 +15,7 @@ import type { Measured, ServiceScenarioName } from './scenarios.ts';
 const GUARD = 1e-9;
 export const pct = (ratio: number) => `${Math.floor(ratio * 100 + GUARD)}%`;
 export const pct1 = (ratio: number) => `${(Math.floor(ratio * 1000 + GUARD) / 10).toFixed(1)}%`;
-export const met = (ok: boolean) => (ok ? 'met' : 'missed');
+const met = (ok: boolean) => (ok ? 'met' : 'missed');
 export const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 
 /** One alternating round of the grown service and its empty twin, in the same minutes. */

@@ -116,14 +116,16 @@ function warnUnknownNodeKeys(
     if (!known.has(key)) warnings.push({ key: `${at}.${key}`, reason: 'unmapped' });
 }
 
-function ownEntries(value: object): [string, unknown][] {
+/** A value's own entries, added to `into` without a list between (it runs for every bulk entry). */
+function addOwnEntries(value: object, into: [string, unknown][]): void {
   // Object.keys lists own keys only, and a JSON `__proto__` key is an own key: it stays data.
-  return Object.keys(value).map((key) => [key, (value as Record<string, unknown>)[key]]);
+  for (const key of Object.keys(value)) into.push([key, (value as Record<string, unknown>)[key]]);
 }
 
-/** `ownEntries`, added to `into` without a list between (it runs for every entry of a bulk call). */
-function addOwnEntries(value: object, into: [string, unknown][]): void {
-  for (const key of Object.keys(value)) into.push([key, (value as Record<string, unknown>)[key]]);
+function ownEntries(value: object): [string, unknown][] {
+  const entries: [string, unknown][] = [];
+  addOwnEntries(value, entries);
+  return entries;
 }
 
 function metaString(
