@@ -5,6 +5,7 @@ import { createJobQueue, type JobLogger, type JobQueue } from '../jobs/queue.ts'
 import { createDocumentBackend, filesStoreFor } from '../modules/documents/documents.backend.ts';
 import { createServices, type Services } from '../services.ts';
 import { ensureInstanceSecrets, type InstanceSecrets } from './bootstrap.ts';
+import { tuneHeapForService } from './heap.ts';
 import { tuneJitForDatabase } from './jit.ts';
 
 export interface Runtime {
@@ -34,6 +35,7 @@ export async function openRuntime(
   config: Config,
   jobs: { logger: JobLogger; works: boolean },
 ): Promise<Runtime> {
+  tuneHeapForService();
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,

@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
+import { describe, expect, it } from 'vitest';
+import { TEST_DATABASES } from '../helpers/databases.ts';
+import { openRuntimeOnPostgres, usePostgresDatabase } from './runtime-program.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
@@ -65,22 +66,10 @@ async function compilersOf(setUp: string, nodeFlags: string[] = []): Promise<Com
 }
 
 describe.runIf(TEST_DATABASES.includes('postgres'))('the JIT settings on PostgreSQL', () => {
-  let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
-  beforeAll(async () => {
-    database = await createPostgresDatabase();
-  });
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const databaseUrl = usePostgresDatabase();
 
   it("a runtime on PostgreSQL compiles hot code without Maglev, with TurboFan after a third of V8's usual calls", async () => {
-    const compilers = await compilersOf(`
-const { loadConfig } = await import(root + 'src/config.ts');
-const { openRuntime } = await import(root + 'src/start/runtime.ts');
-const config = loadConfig({ DATABASE_URL: ${JSON.stringify(database.url)} });
-const runtime = await openRuntime(config, { logger: { info() {}, warn() {}, error() {} }, works: false });
-await runtime.database.close();
-`);
+    const compilers = await compilersOf(openRuntimeOnPostgres(databaseUrl()));
     expect(compilers).toMatchObject({ maglev: false, turbofan: true });
     expect(compilers.calls).toBeLessThan(TURBOFAN_CALLS_BY_DEFAULT * 0.45);
   });
