@@ -1,13 +1,6 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { openRuntimeOnPostgres, usePostgresDatabase } from './runtime-program.ts';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const run = promisify(execFile);
+import { openRuntimeOnPostgres, runProgram, usePostgresDatabase } from './runtime-program.ts';
 
 /**
  * A process that sets up what it is given, then makes objects at one place in its code and keeps
@@ -15,12 +8,10 @@ const run = promisify(execFile);
  * make that place's objects in the old generation (allocation-site pretenuring). V8 prints its
  * decisions with `--trace-pretenuring-statistics` and each collection with `--trace-gc`, both on
  * stdout in order; a full collection the program asks for (`gc()`, which V8 names "testing")
- * marks where the set-up ended, so that decisions made while modules loaded are not counted. In
- * a child process, since the flags are the process's and the test runner's own must not change.
+ * marks where the set-up ended, so that decisions made while modules loaded are not counted.
  */
 function program(setUp: string): string {
   return `
-const root = ${JSON.stringify(pathToFileURL(`${ROOT}/`).href)};
 ${setUp}
 globalThis.gc();
 function leadOf(n) { return { n, stage: 'new', score: n % 7 }; }
@@ -32,22 +23,15 @@ process.exit(kept.length > 0 ? 0 : 1);
 
 /** The pretenuring decisions V8 printed after the set-up (`=> tenure`), and whether it printed the marker. */
 async function decisionsAfterSetUp(setUp: string): Promise<{ marked: boolean; tenured: number }> {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      '--expose-gc',
-      // The interpreter alone: optimized code that a compiler thread installs between two
-      // collections makes its objects without the notes V8 counts them by, and under load that
-      // sometimes left the decision out.
-      '--max-opt=0',
-      '--trace-gc',
-      '--trace-pretenuring-statistics',
-      '--input-type=module',
-      '-e',
-      program(setUp),
-    ],
-    { cwd: ROOT, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 },
-  );
+  const stdout = await runProgram(program(setUp), [
+    '--expose-gc',
+    // The interpreter alone: optimized code that a compiler thread installs between two
+    // collections makes its objects without the notes V8 counts them by, and under load that
+    // sometimes left the decision out.
+    '--max-opt=0',
+    '--trace-gc',
+    '--trace-pretenuring-statistics',
+  ]);
   const lines = stdout.split('\n');
   const marker = lines.findIndex((line) => line.includes('Mark-Compact') && line.includes('testing'));
   const after = marker === -1 ? [] : lines.slice(marker + 1);
@@ -55,7 +39,7 @@ async function decisionsAfterSetUp(setUp: string): Promise<{ marked: boolean; te
 }
 
 describe('allocation-site pretenuring', () => {
-  it('without them, V8 moves a place whose objects outlive a young collection to the old generation (the checks below can fail)', async () => {
+  it('without the setting, V8 moves a place whose objects outlive a young collection to the old generation (the checks below can fail)', async () => {
     const decisions = await decisionsAfterSetUp('');
     expect(decisions.marked).toBe(true);
     expect(decisions.tenured).toBeGreaterThan(0);

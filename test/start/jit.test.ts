@@ -1,13 +1,7 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { openRuntimeOnPostgres, usePostgresDatabase } from './runtime-program.ts';
+import { openRuntimeOnPostgres, runProgram, usePostgresDatabase } from './runtime-program.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const run = promisify(execFile);
 /** V8's `--invocation-count-for-turbofan` default in Node 24. */
 const TURBOFAN_CALLS_BY_DEFAULT = 3000;
 
@@ -18,12 +12,10 @@ const TURBOFAN_CALLS_BY_DEFAULT = 3000;
  * and after how many calls TurboFan's code ran. The function has no loop, so that each call
  * spends the same tier-up budget, and the process compiles on its main thread
  * (`--no-concurrent-recompilation`), so that the count does not depend on a compiler thread's
- * timing. In a child process, since the flags are the process's and the test runner's own must
- * not change.
+ * timing.
  */
 function program(setUp: string): string {
   return `
-const root = ${JSON.stringify(pathToFileURL(`${ROOT}/`).href)};
 ${setUp}
 function priceOf(lead) { const base = lead.quantity * lead.unit; return lead.discounted ? base - (base >> 3) : base; }
 const lead = { quantity: 3, unit: 40, discounted: true };
@@ -50,18 +42,11 @@ interface Compilers {
 }
 
 async function compilersOf(setUp: string, nodeFlags: string[] = []): Promise<Compilers> {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      '--allow-natives-syntax',
-      '--no-concurrent-recompilation',
-      ...nodeFlags,
-      '--input-type=module',
-      '-e',
-      program(setUp),
-    ],
-    { cwd: ROOT, timeout: 60_000 },
-  );
+  const stdout = await runProgram(program(setUp), [
+    '--allow-natives-syntax',
+    '--no-concurrent-recompilation',
+    ...nodeFlags,
+  ]);
   return JSON.parse(stdout);
 }
 
