@@ -200,17 +200,14 @@ function refuseNodesBeyondPermissions(ctx: IntakeContext, handover: Handover): v
   }
   const { permissions, role } = ctx;
   if (!permissions && !role) return;
-  if (handover.crm === null && handover.booking === null && handover.distribution === null) return;
-  const given = (
-    [
-      ['crm', handover.crm !== null],
-      ['booking', handover.booking !== null],
-      ['distribution', handover.distribution !== null],
-    ] as const
-  ).filter(([, sent]) => sent);
-  const lacking = given
-    .filter(([node]) => (role ? !roleAtLeast(role, NODE_LEAST_ROLE[node]) : !permissions!.includes(node)))
-    .map(([node]) => node);
+  const given: (keyof typeof NODE_LEAST_ROLE)[] = [];
+  if (handover.crm !== null) given.push('crm');
+  if (handover.booking !== null) given.push('booking');
+  if (handover.distribution !== null) given.push('distribution');
+  if (given.length === 0) return;
+  const lacking = given.filter((node) =>
+    role ? !roleAtLeast(role, NODE_LEAST_ROLE[node]) : !permissions!.includes(node),
+  );
   if (lacking.length === 0) return;
   const nodes = `${lacking.join(', ')} node${lacking.length > 1 ? 's' : ''}`;
   throw new AppError('forbidden', {
