@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { runProgram } from '../helpers/child-program.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { openRuntimeOnPostgres, runProgram, usePostgresDatabase } from './runtime-program.ts';
+import { openRuntimeOnPostgres, usePostgresDatabase } from './runtime-program.ts';
 
 /**
  * A process that sets up what it is given, then makes objects at one place in its code and keeps

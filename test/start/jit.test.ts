@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { runProgram } from '../helpers/child-program.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { openRuntimeOnPostgres, runProgram, usePostgresDatabase } from './runtime-program.ts';
+import { openRuntimeOnPostgres, usePostgresDatabase } from './runtime-program.ts';
 
 /** V8's `--invocation-count-for-turbofan` default in Node 24. */
 const TURBOFAN_CALLS_BY_DEFAULT = 3000;
