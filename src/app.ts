@@ -200,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     refuseUnlistedForm(request);
   });
   app.decorateRequest('entryProblems', null);
+  app.decorateRequest('jsonTextStorable', false);
   app.addHook('preValidation', async (request) => settleBody(request));
   app.addHook('preValidation', async (request) => checkRequestInput(request));
   // An S2 route takes only the query parameters it names, and a body only where it names one

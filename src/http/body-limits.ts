@@ -11,7 +11,26 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Problems of bulk entries found at the edge, by index (routes with `bodyEntries`). */
     entryProblems: Map<number, ValidationDetail[]> | null;
+    /**
+     * Set by the JSON body parser: the body's text holds no escape of NUL or of a surrogate, so
+     * no key or string of it is text PostgreSQL cannot store (`jsonTextIsStorable`).
+     */
+    jsonTextStorable: boolean;
   }
+}
+
+/** An escape of NUL or of a surrogate (paired or not) in JSON text. */
+const NUL_OR_SURROGATE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
+
+/**
+ * Whether parsed JSON text can hold no text PostgreSQL cannot store: JSON has no raw NUL (a
+ * control character must be escaped), and a body is decoded from UTF-8, where an unpaired
+ * surrogate becomes U+FFFD, so such text comes only from an escape. One scan of the text,
+ * instead of a test of each of its strings and keys; a false alarm (the text `\\u0000`, an
+ * escaped backslash before `u0000`) only costs those tests.
+ */
+export function jsonTextIsStorable(text: string): boolean {
+  return !NUL_OR_SURROGATE_ESCAPE.test(text);
 }
 
 /** JSON nesting deeper than this is refused (decisions §4). */
@@ -41,9 +60,15 @@ function note(details: ValidationDetail[], path: Path, reason: 'invalid_characte
  * number JSON overflowed (`1e309` parses to Infinity), and answers true as soon as nesting
  * passes the limit.
  */
-function walk(value: unknown, depth: number, path: Path, details: ValidationDetail[]): boolean {
+function walk(
+  value: unknown,
+  depth: number,
+  path: Path,
+  details: ValidationDetail[],
+  checkText: boolean,
+): boolean {
   if (typeof value === 'string') {
-    if (!isStorableText(value)) note(details, path, 'invalid_characters');
+    if (checkText && !isStorableText(value)) note(details, path, 'invalid_characters');
     return false;
   }
   if (typeof value === 'number') {
@@ -55,15 +80,15 @@ function walk(value: unknown, depth: number, path: Path, details: ValidationDeta
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
       path.push(index);
-      if (walk(value[index], depth + 1, path, details)) return true;
+      if (walk(value[index], depth + 1, path, details, checkText)) return true;
       path.pop();
     }
     return false;
   }
   for (const key of Object.keys(value)) {
     path.push(key);
-    if (!isStorableText(key)) note(details, path, 'invalid_characters');
-    if (walk((value as Record<string, unknown>)[key], depth + 1, path, details)) return true;
+    if (checkText && !isStorableText(key)) note(details, path, 'invalid_characters');
+    if (walk((value as Record<string, unknown>)[key], depth + 1, path, details, checkText)) return true;
     path.pop();
   }
   return false;
@@ -80,8 +105,9 @@ export interface BodyInspection {
  * Checks a parsed body (decisions: HTTP conventions): 400 `invalid_body` when nested too deep,
  * else the text and numbers it cannot take. With `entriesKey`, the top-level array under that
  * key is judged entry by entry (bulk calls), so that one bad entry does not refuse the others.
+ * `checkText` false skips the test of strings and keys, for JSON text `jsonTextIsStorable` passed.
  */
-export function inspectBody(body: unknown, entriesKey?: string): BodyInspection {
+export function inspectBody(body: unknown, entriesKey?: string, checkText = true): BodyInspection {
   const details: ValidationDetail[] = [];
   const entries = new Map<number, ValidationDetail[]>();
   let tooDeep = false;
@@ -91,21 +117,21 @@ export function inspectBody(body: unknown, entriesKey?: string): BodyInspection 
     for (const key of Object.keys(body as object)) {
       if (key !== entriesKey) rest[key] = (body as Record<string, unknown>)[key];
     }
-    tooDeep = walk(rest, 1, [], details);
+    tooDeep = walk(rest, 1, [], details, checkText);
     // One path and one list for all entries (a walk leaves its path as it found it, unless it
     // stops for depth); a new list only after an entry filled one.
     const path: Path = [];
     let found: ValidationDetail[] = [];
     for (let index = 0; index < list.length && !tooDeep; index++) {
       // An entry sits at depth 3: the body, its array, the entry.
-      tooDeep = walk(list[index], 3, path, found);
+      tooDeep = walk(list[index], 3, path, found, checkText);
       if (found.length > 0) {
         entries.set(index, found);
         found = [];
       }
     }
   } else {
-    tooDeep = walk(body, 1, [], details);
+    tooDeep = walk(body, 1, [], details, checkText);
   }
   if (tooDeep) {
     throw new AppError('invalid_body', { message: `JSON nesting deeper than ${MAX_JSON_DEPTH} levels` });
@@ -156,7 +182,7 @@ export function checkRequestInput(request: FastifyRequest): void {
   }
   if (request.body === undefined) return;
   const entriesKey = request.routeOptions.config.bodyEntries;
-  const { details, entries } = inspectBody(request.body, entriesKey);
+  const { details, entries } = inspectBody(request.body, entriesKey, !request.jsonTextStorable);
   if (details.length > 0) throw new AppError('validation_failed', { details });
   if (entries.size > 0) request.entryProblems = entries;
 }

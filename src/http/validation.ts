@@ -1,5 +1,6 @@
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import type { FastifyBodyParser, FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { jsonTextIsStorable } from './body-limits.ts';
 import { type AjvError, validationError } from './error-handler.ts';
 import { AppError, validationFailed } from './errors.ts';
 
@@ -81,6 +82,8 @@ export function jsonBodyParser(parse: FastifyBodyParser<string>): FastifyBodyPar
       done(null, undefined);
       return;
     }
+    // The text is at hand here only: one scan of it spares the edge check a test of each string.
+    request.jsonTextStorable = jsonTextIsStorable(body);
     return parse.call(this, request, body, done);
   };
 }

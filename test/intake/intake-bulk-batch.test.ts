@@ -100,6 +100,37 @@ describe.each(TEST_DATABASES)('S2 bulk written together on %s', (kind) => {
     expect(again.json().id).toBe(results[3].id);
   });
 
+  it('keys duplicates by the rule’s own fields when entries go in together, not by their email', async () => {
+    const account = await accountWithLeads(t, { duplicateRule: { match: ['phone'], action: 'update' } });
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/records/bulk',
+      key: account.apiKey,
+      body: {
+        records: [
+          { entity: 'lead', fields: { email: 'a@b.co', phone: '+49 30 111111' } },
+          { entity: 'lead', fields: { email: 'b@b.co', phone: '+49 30 111111', first_name: 'Bea' } },
+          // No phone: no duplicate key, so the same email twice makes two records.
+          { entity: 'lead', fields: { email: 'c@b.co' } },
+          { entity: 'lead', fields: { email: 'c@b.co' } },
+        ],
+      },
+    });
+    expect(response.statusCode).toBe(200);
+    const { results } = response.json();
+    expect(results[0]).toMatchObject({ created: true });
+    expect(results[1]).toMatchObject({ id: results[0].id, created: false, updated: true });
+    expect(results[2]).toMatchObject({ created: true });
+    expect(results[3]).toMatchObject({ created: true });
+    expect(results[3].id).not.toBe(results[2].id);
+    const keys = await sql<{ id: string; dedupe_key: string | null; email_lc: string | null }>`
+      SELECT id, dedupe_key, email_lc FROM records WHERE account_id = ${account.id}::uuid`.execute(t.db);
+    const byId = new Map(keys.rows.map((row) => [row.id, row]));
+    expect(byId.size).toBe(3);
+    expect(byId.get(results[0].id)).toMatchObject({ dedupe_key: '+49 30 111111', email_lc: 'b@b.co' });
+    expect(byId.get(results[2].id)).toMatchObject({ dedupe_key: null, email_lc: 'c@b.co' });
+  });
+
   it('writes the call’s one log entry with its records when the batch answers every entry, refusals listed in place', async () => {
     const account = await accountWithLeads(t);
     const response = await t.request({

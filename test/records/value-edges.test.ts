@@ -72,6 +72,12 @@ describe.each(TEST_DATABASES)('field values at their edges on %s', (kind) => {
         phone: `+${'1'.repeat(39)}`,
       });
     });
+
+    it('takes a phone of five digits among its signs', async () => {
+      const created = await intake({ email: 'five@b.co', phone: '+(1) 2-3.4/5' });
+      expect(created.statusCode, created.body).toBe(201);
+      expect(await read(created.json().id)).toMatchObject({ phone: '+(1) 2-3.4/5' });
+    });
   });
 
   describe('errors', () => {
@@ -97,6 +103,7 @@ describe.each(TEST_DATABASES)('field values at their edges on %s', (kind) => {
         'out_of_range',
       ],
       ['a phone of 41 characters', { phone: `+${'1'.repeat(40)}` }, 'phone', 'invalid_format'],
+      ['a phone of four digits among its signs', { phone: '+(12) 3-4' }, 'phone', 'invalid_format'],
     ])('refuses %s', async (_label, fields, key, reason) => {
       const response = await intake({ email: 'edge@b.co', ...fields });
       expect(response.statusCode, response.body).toBe(422);

@@ -343,6 +343,14 @@ function isRetryableConflict(error: unknown): boolean {
   return code === '23505' || code === '40P01';
 }
 
+/** An account's entity by key (S2), or by slug or uuid (S1), among its definitions (`all`). */
+export function entityNamed(entities: readonly EntityDef[], keyOrId: string): EntityDef | undefined {
+  const byKey = entities.find((e) => e.key === keyOrId);
+  if (byKey) return byKey;
+  if (UUID_PATTERN.test(keyOrId)) return entities.find((e) => e.id === keyOrId.toLowerCase());
+  return undefined;
+}
+
 export function createEntitiesService({ db, repo, records, jobs, now = Date.now }: EntitiesServiceDeps) {
   const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
   const guards: DefinitionGuard[] = [];
@@ -375,11 +383,7 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
 
     /** By key (S2), or by slug or uuid (S1). Archived entities are found too; callers decide. */
     async find(accountId: string, keyOrId: string, tx?: Executor): Promise<EntityDef | undefined> {
-      const entities = await all(accountId, tx);
-      const byKey = entities.find((e) => e.key === keyOrId);
-      if (byKey) return byKey;
-      if (UUID_PATTERN.test(keyOrId)) return entities.find((e) => e.id === keyOrId.toLowerCase());
-      return undefined;
+      return entityNamed(await all(accountId, tx), keyOrId);
     },
 
     /**

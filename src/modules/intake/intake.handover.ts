@@ -173,24 +173,30 @@ export function readS2Body(body: S2RecordBody, modules: string[]): Handover {
     problems.push({ key: 'fields', reason: 'required', message: 'fields is required' });
   }
 
-  const meta = body.meta ?? {};
   const origin: Record<string, string> = {};
-  for (const key of ORIGIN_KEYS) {
-    const value = metaString(meta, key, 2000, problems);
-    if (value !== null) origin[key] = value;
+  let source: string | null = null;
+  let externalId: string | null = null;
+  // Most bodies have no `meta` (a bulk call's entries, a form's post): nothing to look up then.
+  const meta = body.meta;
+  if (meta) {
+    for (const key of ORIGIN_KEYS) {
+      const value = metaString(meta, key, 2000, problems);
+      if (value !== null) origin[key] = value;
+    }
+    for (const key of Object.keys(meta)) {
+      if (!META_KEYS.has(key)) warnings.push({ key: `meta.${key}`, reason: 'unmapped' });
+    }
+    source = metaString(meta, 'source', 100, problems);
+    externalId = metaString(meta, 'external_id', 255, problems);
   }
-  for (const key of Object.keys(meta)) {
-    if (!META_KEYS.has(key)) warnings.push({ key: `meta.${key}`, reason: 'unmapped' });
-  }
-  const source = metaString(meta, 'source', 100, problems);
-  const externalId = metaString(meta, 'external_id', 255, problems);
 
   for (const [node] of MODULE_NODES) warnUnknownNodeKeys(body[node], NODE_KEYS[node], node, warnings);
   for (const [index, document] of (body.documents ?? []).entries()) {
     warnUnknownNodeKeys(document, NODE_KEYS.document, `documents.${index}`, warnings);
   }
+  const nodesSetAside = setAside.get(body);
   for (const [node, module] of MODULE_NODES) {
-    if (body[node] === undefined && !setAside.get(body)?.includes(node)) continue;
+    if (body[node] === undefined && !nodesSetAside?.includes(node)) continue;
     if (!modules.includes(module)) {
       warnings.push({
         key: node,

@@ -14,7 +14,7 @@ import { firstStage, type Placement, resolveStage } from '../crm/crm.stages.ts';
 import type { DistributionService, RunOutcome } from '../distribution/distribution.service.ts';
 import type { DocumentRef, DocumentsService, FetchedBatch } from '../documents/documents.service.ts';
 import type { EntityDef } from '../entities/entities.model.ts';
-import type { EntitiesService } from '../entities/entities.service.ts';
+import { type EntitiesService, entityNamed } from '../entities/entities.service.ts';
 import type { IdempotencyRef } from '../idempotency/idempotency.repo.ts';
 import type { StoreAnswer } from '../idempotency/idempotency.service.ts';
 import {
@@ -459,7 +459,19 @@ export function createIntakeService({
   /** Everything that can be checked before writing: entity, values, stage, users. */
   async function prepare(ctx: IntakeContext, handover: Handover): Promise<Prepared> {
     refuseNodesBeyondPermissions(ctx, handover);
-    const entity = await entities.find(ctx.accountId, handover.entity);
+    return prepareWith(ctx, handover, await entities.find(ctx.accountId, handover.entity));
+  }
+
+  /**
+   * `prepare` once the permissions are checked and the handover's entity looked up: synchronous
+   * unless the handover names people (assignee, viewers), who are looked up. A bulk call looks
+   * its entities up once and prepares its entries without a promise each.
+   */
+  function prepareWith(
+    ctx: IntakeContext,
+    handover: Handover,
+    entity: EntityDef | undefined,
+  ): Prepared | Promise<Prepared> {
     if (!entity || entity.archived) {
       throw new AppError('unknown_entity', { message: `No entity ${handover.entity}` });
     }
@@ -484,31 +496,42 @@ export function createIntakeService({
       // A new record enters its entity's first pipeline at the first stage, as a card would.
       placement = firstStage(entity);
     }
-    let assigneeId: string | null = null;
-    let viewerIds: string[] = [];
+    const prepared: Prepared = { entity, values, warnings, placement, assigneeId: null, viewerIds: [] };
     if (handover.assignee || handover.viewers.length > 0) {
-      const named = [...(handover.assignee ? [handover.assignee] : []), ...handover.viewers];
-      const found = await users.findByIdsOrEmails(
-        ctx.accountId,
-        named.filter((n) => UUID.test(n)).map((n) => n.toLowerCase()),
-        named.filter((n) => !UUID.test(n)),
-      );
-      const resolve = (name: string) =>
-        found.find((u) => u.id === name.toLowerCase() || u.email.toLowerCase() === name.toLowerCase())?.id;
-      if (handover.assignee) {
-        assigneeId = resolve(handover.assignee) ?? null;
-        if (!assigneeId)
-          problems.push({ key: 'assignee', reason: 'not_found', message: `no user ${handover.assignee}` });
-      }
-      for (const viewer of handover.viewers) {
-        const id = resolve(viewer);
-        if (!id) problems.push({ key: 'viewers', reason: 'not_found', message: `no user ${viewer}` });
-        else if (!viewerIds.includes(id)) viewerIds.push(id);
-      }
+      return withPeople(ctx, handover, prepared, problems);
     }
-    if (viewerIds.length > 100) viewerIds = viewerIds.slice(0, 100);
     if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
-    return { entity, values, warnings, placement, assigneeId, viewerIds };
+    return prepared;
+  }
+
+  /** The handover's assignee and viewers looked up and set on `prepared`, or added to `problems`. */
+  async function withPeople(
+    ctx: IntakeContext,
+    handover: Handover,
+    prepared: Prepared,
+    problems: ValidationDetail[],
+  ): Promise<Prepared> {
+    const named = [...(handover.assignee ? [handover.assignee] : []), ...handover.viewers];
+    const found = await users.findByIdsOrEmails(
+      ctx.accountId,
+      named.filter((n) => UUID.test(n)).map((n) => n.toLowerCase()),
+      named.filter((n) => !UUID.test(n)),
+    );
+    const resolve = (name: string) =>
+      found.find((u) => u.id === name.toLowerCase() || u.email.toLowerCase() === name.toLowerCase())?.id;
+    if (handover.assignee) {
+      prepared.assigneeId = resolve(handover.assignee) ?? null;
+      if (!prepared.assigneeId)
+        problems.push({ key: 'assignee', reason: 'not_found', message: `no user ${handover.assignee}` });
+    }
+    for (const viewer of handover.viewers) {
+      const id = resolve(viewer);
+      if (!id) problems.push({ key: 'viewers', reason: 'not_found', message: `no user ${viewer}` });
+      else if (!prepared.viewerIds.includes(id)) prepared.viewerIds.push(id);
+    }
+    if (prepared.viewerIds.length > 100) prepared.viewerIds = prepared.viewerIds.slice(0, 100);
+    if (problems.length > 0) throw new AppError('validation_failed', { details: problems });
+    return prepared;
   }
 
   function newRecordRow(
@@ -1255,9 +1278,12 @@ export function createIntakeService({
     ): Promise<{ results: BatchResult[]; logged: boolean }> {
       const results: BatchResult[] = handovers.map(() => ({ kind: 'fallback' }));
       const batch: { index: number; row: NewRecordRow; prepared: Prepared; handover: Handover }[] = [];
+      const definitions = await entities.all(ctx.accountId);
       for (const [index, handover] of handovers.entries()) {
         try {
-          const prepared = await prepare(ctx, handover);
+          refuseNodesBeyondPermissions(ctx, handover);
+          const pending = prepareWith(ctx, handover, entityNamed(definitions, handover.entity));
+          const prepared = pending instanceof Promise ? await pending : pending;
           const { entity } = prepared;
           if (
             handover.documents.length > 0 ||

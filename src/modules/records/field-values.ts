@@ -12,6 +12,8 @@ export type FieldValue = string | number | boolean | string[];
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** 5–40 characters, the `+` included. */
 const PHONE = /^(?=.{5,40}$)\+?[0-9 ()./-]+$/;
+/** At least five digits, wherever they are (tested without a list of them). */
+const FIVE_DIGITS = /(?:\d\D*){5}/;
 const POSTAL_CODE = /^[A-Za-z0-9][A-Za-z0-9 -]{1,11}$/;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
@@ -80,7 +82,7 @@ function coerceText(field: FieldDef, value: unknown): Coerced {
         ? { ok: true, value: text }
         : invalid('invalid_format', `${field.key} is not an email address`);
     case 'phone':
-      return PHONE.test(text) && (text.match(/\d/g)?.length ?? 0) >= 5
+      return PHONE.test(text) && FIVE_DIGITS.test(text)
         ? { ok: true, value: text }
         : invalid('invalid_format', `${field.key} is not a phone number`);
     case 'url': {
