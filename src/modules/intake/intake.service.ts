@@ -1334,18 +1334,17 @@ export function createIntakeService({
         callLog = logCall(expected);
       }
       const uncheckedKeyId = ctx.key && !ctx.key.checked ? ctx.key.keyId : null;
-      const { created, keyRevoked, logged } = await createMany(
-        ctx.accountId,
-        batch.map(({ row, prepared, handover }) => ({
-          ...newRecordItem(ctx, row, handover, prepared.entity.key, prepared.warnings),
-          uncheckedKeyId,
-        })),
-        callLog,
-      );
+      const items = batch.map(({ row, prepared, handover }) => ({
+        ...newRecordItem(ctx, row, handover, prepared.entity.key, prepared.warnings),
+        uncheckedKeyId,
+      }));
+      // What the answers need after the statement: nothing else of an entry is held meanwhile.
+      const written = batch.map(({ index, row }) => ({ index, id: row.id }));
+      const { created, keyRevoked, logged } = await createMany(ctx.accountId, items, callLog);
       if (keyRevoked.size > 0) refuseRevokedKey(ctx);
       if (ctx.key) ctx.key.checked = true;
-      for (const [position, item] of batch.entries()) {
-        if (created.has(item.row.id)) results[item.index] = answers[position]!;
+      for (const [position, { index, id }] of written.entries()) {
+        if (created.has(id)) results[index] = answers[position]!;
       }
       return { results, logged };
     },
