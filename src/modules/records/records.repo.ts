@@ -271,8 +271,8 @@ export function createRecordsRepo(db: Executor) {
       // A value every item shares (a bulk call's entity, stage, source, key) is sent once as a
       // parameter of its own and left out of the items; a value left out of an item's JSON reads
       // as NULL in jsonb_to_recordset, so absent values are left out too rather than written as
-      // null. Less JSON for the server to build and
-      // send and for PostgreSQL to parse: about 40% of a bulk entry's item.
+      // null. Less JSON for the server to build and send and for PostgreSQL to parse: about 40%
+      // of a bulk entry's item.
       const first = items[0]!;
       const shareable: {
         [K in
@@ -363,12 +363,12 @@ export function createRecordsRepo(db: Executor) {
         }
         return entry;
       });
-      // The parts no item needs are left out of the statement (each variant is prepared once):
-      // a part that writes opens its table and every index of it at each execution, rows or not,
-      // which for one or a few items cost more than the rows themselves.
       // The ids are all the answer needs of the items: nothing else of them is held while the
       // statement runs (fewer objects for each collection to copy meanwhile).
       const ids = items.map((item) => item.row.id);
+      // The parts no item needs are left out of the statement (each variant is prepared once):
+      // a part that writes opens its table and every index of it at each execution, rows or not,
+      // which for one or a few items cost more than the rows themselves.
       const anyAnswer = items.some((item) => item.answer);
       const anyNotes = items.some((item) => item.notes.length > 0);
       const result = await sql<{
