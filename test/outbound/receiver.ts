@@ -7,6 +7,8 @@ export interface Received {
   body: string;
   json: any;
   at: number;
+  /** When a request left unanswered (`hang`) was given up by its sender: its connection closed. */
+  closedAt?: number;
 }
 
 /** How the receiver answers one request: a status (with headers and body), or no answer at all. */
@@ -62,6 +64,9 @@ export async function startReceiver(port = 0) {
       const answer = answers.shift() ?? (typeof fallback === 'function' ? fallback(entry) : fallback);
       if (answer === 'hang') {
         hanging.add(response);
+        response.on('close', () => {
+          entry.closedAt = Date.now();
+        });
         return;
       }
       const respond = () => response.writeHead(answer.status, answer.headers).end(answer.body ?? '');
