@@ -7,8 +7,10 @@ import { type DistributionWorld, startDistributionWorld } from './support.ts';
 describe.each(TEST_DATABASES)('deliveries, retries and returns on %s', (kind) => {
   let w: DistributionWorld;
   beforeAll(async () => {
-    // Attempts time out after 300 ms; retries follow 100 ms apart.
-    w = await startDistributionWorld(kind, { outbound: { webhookTimeoutMs: 300 } });
+    // Attempts time out after 1.5 s (the hanging receiver's test waits that out), not sooner: on
+    // a loaded machine a receiver in this process answered a retry after 300 ms, which then
+    // counted as a timeout and a third attempt. Retries follow 100 ms apart.
+    w = await startDistributionWorld(kind, { outbound: { webhookTimeoutMs: 1_500 } });
   });
   afterAll(async () => {
     await w?.close();
