@@ -95,6 +95,9 @@ export async function callApi(url: string, key: string, method = 'GET', body?: u
   return { status: response.status, body: (await response.json()) as any };
 }
 
+/** The port chosen for a server was taken by another process before the server listened. */
+class PortTakenError extends Error {}
+
 /**
  * Starts `leads serve` as users start it, and waits until /health answers. Killed after
  * `maxLifetimeMs` at the latest, so that a failing test never leaves it behind.
@@ -102,6 +105,22 @@ export async function callApi(url: string, key: string, method = 'GET', body?: u
 export async function startServerProcess(
   env: Record<string, string>,
   options: { maxLifetimeMs?: number; readyTimeoutMs?: number } = {},
+): Promise<ServerProcess> {
+  // A port is free when chosen, but between then and the server's listen (its start takes a
+  // second or more) another process can take it: seen as EADDRINUSE with test runs side by
+  // side. The server then exits without having served anything, and starts on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerProcessOnce(env, options);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startServerProcessOnce(
+  env: Record<string, string>,
+  options: { maxLifetimeMs?: number; readyTimeoutMs?: number },
 ): Promise<ServerProcess> {
   const port = await freePort();
   const { child, output, exited } = spawnCaptured(
@@ -124,9 +143,13 @@ export async function startServerProcess(
     ended = true;
   });
   for (;;) {
-    if (ended) throw new Error(`server exited before it was ready:\n${output()}`);
+    if (ended) {
+      const message = `server exited before it was ready:\n${output()}`;
+      throw output().includes('EADDRINUSE') ? new PortTakenError(message) : new Error(message);
+    }
     try {
-      const response = await fetch(`${url}/health`);
+      // Bounded: until the server listens, whatever else holds the port may never answer.
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
       if (response.ok) break;
     } catch {
       // Not listening yet.
