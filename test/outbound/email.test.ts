@@ -96,7 +96,10 @@ describe.each(TEST_DATABASES)('outbound email on %s', (kind) => {
       const paced = await startTestApp(kind, {
         outbound: { smtpUrl: smtp.url, mailFrom: 'Leadline <noreply@leads.test>' },
       });
-      const local = createDispatcher(paced.services.outbound, silent, { idlePollMs: 20, ...options });
+      // Claims follow the writes' wake-ups, not an idle look: a look decided before the writes
+      // began (nothing to pace yet) claimed whatever they had written by the time its statement
+      // ran, three emails 129 ms after the first write on a loaded machine.
+      const local = createDispatcher(paced.services.outbound, silent, { idlePollMs: 60_000, ...options });
       local.start();
       try {
         const account = await paced.createAccount();
