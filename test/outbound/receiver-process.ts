@@ -48,7 +48,8 @@ export async function startReceiverProcess() {
     /** The verified requests so far. */
     received: () => ask<Received[]>({ type: 'received' }),
     async close() {
-      if (child.exitCode !== null) return;
+      // Ended already (by an exit code or a signal): nothing to wait for.
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill();
       await exited;
