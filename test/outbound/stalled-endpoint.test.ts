@@ -127,6 +127,14 @@ describe.each(TEST_DATABASES)('outbound sending beside an endpoint that stopped 
     return started;
   }
 
+  /** A receiver as `receiver`'s, in a process of its own (receiver-process.ts). */
+  async function receiverProcess(answer?: 'hang') {
+    const started = await startReceiverProcess();
+    receivers.push(started);
+    if (answer) await started.answerAlways(answer);
+    return started;
+  }
+
   async function subscribe(
     account: TestAccount,
     hook: Pick<Receiver | ReceiverProcess, 'url' | 'verifyWith'>,
@@ -199,14 +207,11 @@ describe.each(TEST_DATABASES)('outbound sending beside an endpoint that stopped 
   it("keeps it to one request at a time once it timed out, and another account's message goes out at once", async () => {
     // Both receivers run in processes of their own, so that the times they note are the
     // requests' (receiver-process.ts).
-    const silentHook = await startReceiverProcess();
-    receivers.push(silentHook);
-    await silentHook.answerAlways('hang');
+    const silentHook = await receiverProcess('hang');
     const { account, webhookId } = await stalledEndpoint('silent', 100, silentHook);
 
     const other = await accountWithLeads(t);
-    const healthy = await startReceiverProcess();
-    receivers.push(healthy);
+    const healthy = await receiverProcess();
     await subscribe(other, healthy);
     const created = await t.request({
       method: 'POST',
