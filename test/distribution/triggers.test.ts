@@ -262,8 +262,10 @@ describe.each(TEST_DATABASES)('distribution triggers and security on %s', (kind)
       const answer = await s.post(sent);
       expect(answer.statusCode).toBe(201);
       expect(answer.json().distribution).toEqual({ status: 'distributed', reason: null });
+      // Beside the record's own id: a uuid's hex digits can spell a price or a phone number.
+      const { id: _id, ...shown } = answer.json();
       for (const secret of ['Two', '@partner.test', '555', 'Berlin', '800', 'run_id']) {
-        expect(answer.body).not.toContain(secret);
+        expect(JSON.stringify(shown)).not.toContain(secret);
       }
       await waitFor(() => s.two.receiver.received.length >= 1);
       const replay = await s.post(sent);

@@ -96,7 +96,24 @@ export async function callApi(url: string, key: string, method = 'GET', body?: u
 }
 
 /** The port chosen for a server was taken by another process before the server listened. */
-class PortTakenError extends Error {}
+export class PortTakenError extends Error {}
+
+/**
+ * Starts a server on a port chosen free beforehand, again on another port when it was taken
+ * meanwhile (`startOnce` throws PortTakenError), up to three times. A port is free when chosen,
+ * but between then and the server's listen (its start takes a second or more) another process
+ * can take it: seen as EADDRINUSE with test runs side by side. The server then exits without
+ * having served anything.
+ */
+export async function onAFreePort<T>(startOnce: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(await freePort());
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt === 3) throw error;
+    }
+  }
+}
 
 /**
  * Starts `leads serve` as users start it, and waits until /health answers. Killed after
@@ -106,23 +123,14 @@ export async function startServerProcess(
   env: Record<string, string>,
   options: { maxLifetimeMs?: number; readyTimeoutMs?: number } = {},
 ): Promise<ServerProcess> {
-  // A port is free when chosen, but between then and the server's listen (its start takes a
-  // second or more) another process can take it: seen as EADDRINUSE with test runs side by
-  // side. The server then exits without having served anything, and starts on another port.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startServerProcessOnce(env, options);
-    } catch (error) {
-      if (!(error instanceof PortTakenError) || attempt === 3) throw error;
-    }
-  }
+  return onAFreePort((port) => startServerProcessOnce(port, env, options));
 }
 
 async function startServerProcessOnce(
+  port: number,
   env: Record<string, string>,
   options: { maxLifetimeMs?: number; readyTimeoutMs?: number },
 ): Promise<ServerProcess> {
-  const port = await freePort();
   const { child, output, exited } = spawnCaptured(
     NODE_BIN,
     [LEADS_BIN, 'serve'],

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, spawnCaptured } from '../helpers/server-process.ts';
+import { onAFreePort, PortTakenError, spawnCaptured } from '../helpers/server-process.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 
@@ -54,8 +54,11 @@ interface NpmStart {
 }
 
 /** `npm start` as a user or a process manager runs it, until the service answers. */
-async function npmStart(dataDir: string): Promise<NpmStart> {
-  const port = await freePort();
+function npmStart(dataDir: string): Promise<NpmStart> {
+  return onAFreePort((port) => npmStartOn(port, dataDir));
+}
+
+async function npmStartOn(port: number, dataDir: string): Promise<NpmStart> {
   const {
     child: npm,
     output,
@@ -76,9 +79,14 @@ async function npmStart(dataDir: string): Promise<NpmStart> {
   );
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (npm.exitCode !== null) throw new Error(`npm start ended before the service answered:\n${output()}`);
+    if (npm.exitCode !== null) {
+      const message = `npm start ended before the service answered:\n${output()}`;
+      throw output().includes('EADDRINUSE') ? new PortTakenError(message) : new Error(message);
+    }
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
+      // Bounded: until the service listens, whatever else holds the port may never answer.
+      const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok) break;
     } catch {
       // Not listening yet.
     }
