@@ -10,6 +10,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** A dump of a migrated embedded data directory that each embedded test database starts from. */
     migratedEmbeddedDump: string;
+    /** A directory removed after the run, for what test processes prepare once (helpers). */
+    runScratchDir: string;
   }
 }
 
@@ -28,6 +30,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const file = path.join(dir, 'migrated.tar');
     await writeFile(file, Buffer.from(await dump.arrayBuffer()));
     project.provide('migratedEmbeddedDump', file);
+    project.provide('runScratchDir', dir);
   } finally {
     await handle.close();
   }

@@ -7,7 +7,12 @@ import { createOutboundService } from '../../src/outbound/outbound.service.ts';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
 import { distributionFactory } from '../helpers/distribution-factory.ts';
 import { LEAD_ENTITY } from '../helpers/fixtures.ts';
-import { callApi, type ServerProcess, startServerProcess } from '../helpers/server-process.ts';
+import {
+  callApi,
+  migratedDataDir,
+  type ServerProcess,
+  startServerProcess,
+} from '../helpers/server-process.ts';
 import { startReceiver, waitFor } from '../outbound/receiver.ts';
 
 const ADMIN_TOKEN = 'adm_distribution_kill_test_token_00';
@@ -30,7 +35,10 @@ describe.each(TEST_DATABASES)('a delivery across kill -9 of its sender on %s', (
       // A sender that died gives its message up after 5 s.
       LEADS_OUTBOUND_LEASE_S: '5',
     };
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'leads-distribution-kill-'));
+    const dataDir =
+      kind === 'pglite'
+        ? await migratedDataDir('leads-distribution-kill-')
+        : await mkdtemp(path.join(os.tmpdir(), 'leads-distribution-kill-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     if (kind === 'postgres') {
       const database = await createPostgresDatabase();

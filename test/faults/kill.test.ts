@@ -1,10 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
 import { LEAD_ENTITY } from '../helpers/fixtures.ts';
-import { type ServerProcess, startServerProcess } from '../helpers/server-process.ts';
+import { migratedDataDir, type ServerProcess, startServerProcess } from '../helpers/server-process.ts';
 
 const ADMIN_TOKEN = 'adm_kill_test_operator_token_000000';
 
@@ -31,7 +29,7 @@ describe.each(TEST_DATABASES)('kill -9 of the server during intake on %s', (kind
       cleanups.push(database.drop);
       env.DATABASE_URL = database.url;
     } else {
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-kill-'));
+      const dir = await migratedDataDir('leads-kill-');
       cleanups.push(() => rm(dir, { recursive: true, force: true }));
       env.LEADS_DATA_DIR = dir;
     }

@@ -1,10 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabase, TEST_DATABASES } from '../helpers/databases.ts';
 import { LEAD_ENTITY } from '../helpers/fixtures.ts';
-import { type ServerProcess, startServerProcess } from '../helpers/server-process.ts';
+import { migratedDataDir, type ServerProcess, startServerProcess } from '../helpers/server-process.ts';
 import { startReceiver, waitFor } from './receiver.ts';
 
 const ADMIN_TOKEN = 'adm_outbound_kill_test_token_000000';
@@ -40,7 +38,7 @@ describe.each(TEST_DATABASES)('outbound messages across kill -9 on %s', (kind) =
       cleanups.push(database.drop);
       env.DATABASE_URL = database.url;
     } else {
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'leads-outbound-kill-'));
+      const dir = await migratedDataDir('leads-outbound-kill-');
       cleanups.push(() => rm(dir, { recursive: true, force: true }));
       env.LEADS_DATA_DIR = dir;
     }
