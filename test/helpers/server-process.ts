@@ -148,6 +148,38 @@ export async function onAFreePort<T>(startOnce: (port: number) => Promise<T>): P
 }
 
 /**
+ * Waits until the server at `url` answers /health. A process that ended first throws
+ * (PortTakenError when its port was taken: see onAFreePort); one that is not ready in time is
+ * killed.
+ */
+export async function untilHealthy(
+  name: string,
+  url: string,
+  { child, output }: Pick<CapturedProcess, 'child' | 'output'>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const message = `${name} ended before it answered:\n${output()}`;
+      throw output().includes('EADDRINUSE') ? new PortTakenError(message) : new Error(message);
+    }
+    try {
+      // Bounded: until the server listens, whatever else holds the port may never answer.
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} not ready in time:\n${output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
  * Starts `leads serve` as users start it, and waits until /health answers. Killed after
  * `maxLifetimeMs` at the latest, so that a failing test never leaves it behind.
  */
@@ -177,29 +209,7 @@ async function startServerProcessOnce(
     options.maxLifetimeMs ?? 120_000,
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
-  let ended = false;
-  exited.then(() => {
-    ended = true;
-  });
-  for (;;) {
-    if (ended) {
-      const message = `server exited before it was ready:\n${output()}`;
-      throw output().includes('EADDRINUSE') ? new PortTakenError(message) : new Error(message);
-    }
-    try {
-      // Bounded: until the server listens, whatever else holds the port may never answer.
-      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) break;
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`server not ready in time:\n${output()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await untilHealthy('leads serve', url, { child, output }, options.readyTimeoutMs ?? 60_000);
   return { url, child, output, exited, kill: (signal = 'SIGTERM') => child.kill(signal) };
 }
 

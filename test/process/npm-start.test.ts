@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { onAFreePort, PortTakenError, spawnCaptured } from '../helpers/server-process.ts';
+import { onAFreePort, spawnCaptured, untilHealthy } from '../helpers/server-process.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 
@@ -77,22 +77,7 @@ async function npmStartOn(port: number, dataDir: string): Promise<NpmStart> {
     },
     120_000,
   );
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (npm.exitCode !== null) {
-      const message = `npm start ended before the service answered:\n${output()}`;
-      throw output().includes('EADDRINUSE') ? new PortTakenError(message) : new Error(message);
-    }
-    try {
-      // Bounded: until the service listens, whatever else holds the port may never answer.
-      const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) break;
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline) throw new Error(`the service did not answer in time:\n${output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await untilHealthy('npm start', `http://127.0.0.1:${port}`, { child: npm, output }, 60_000);
   const descendants: number[] = [];
   for (let parents = [npm.pid!]; parents.length > 0; ) {
     parents = parents.flatMap(childrenOf);
