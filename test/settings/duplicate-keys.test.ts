@@ -139,6 +139,47 @@ describe.each(TEST_DATABASES)('duplicate keys follow a changed duplicate rule on
       expect((await storedKeys(t, account)).get(id)).toEqual({ key: null, unique: false });
     }, 60_000);
 
+    it('finds the oldest record of a key whether the unique index holds it or not', async () => {
+      const account = await accountWithLeads(t, { duplicateRule: EMAIL_RULE });
+      const oldest = (await intake(t, account, { email: 'o@dk.test' })).json().id;
+      expect((await putRule(t, account, { match: ['email'], action: 'create' })).statusCode).toBe(200);
+      await waitUntilCurrent(t, account);
+      // Under the create rule no record holds the key uniquely: the link names the oldest.
+      const linked = await intake(t, account, { email: 'o@dk.test' });
+      expect(linked.statusCode).toBe(201);
+      const second = linked.json().id;
+      const linkOf = async (id: string) =>
+        (
+          await t.db
+            .selectFrom('records')
+            .select('duplicate_of')
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow()
+        ).duplicate_of;
+      expect(await linkOf(second)).toBe(oldest);
+      const third = (await intake(t, account, { email: 'o@dk.test' })).json().id;
+      expect(await linkOf(third)).toBe(oldest);
+      expect([...(await storedKeys(t, account)).values()].map((k) => k.unique)).toEqual([
+        false,
+        false,
+        false,
+      ]);
+
+      // Unique again: the oldest holds the key, the two others stay shared, and the next
+      // handover with that email updates the oldest.
+      expect((await putRule(t, account, EMAIL_RULE)).statusCode).toBe(200);
+      await waitUntilCurrent(t, account);
+      const keys = await storedKeys(t, account);
+      expect([keys.get(oldest)?.unique, keys.get(second)?.unique, keys.get(third)?.unique]).toEqual([
+        true,
+        false,
+        false,
+      ]);
+      const repeated = await intake(t, account, { email: 'O@dk.test', first_name: 'Olga' });
+      expect(repeated.statusCode).toBe(200);
+      expect(repeated.json()).toMatchObject({ id: oldest, created: false, updated: true });
+    }, 60_000);
+
     it('stores the email anew when the email role moves, so that notes find records by the new field', async () => {
       const account = await accountWithLeads(t);
       const withWorkEmail = (emailRole: 'email' | 'work_email') => ({

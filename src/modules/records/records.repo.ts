@@ -612,27 +612,39 @@ export function createRecordsRepo(db: Executor) {
       exceptId: string,
       tx: Executor = db,
     ) {
-      return tx
-        .selectFrom('records')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where('entity_id', '=', entityId)
-        .where('dedupe_key', '=', dedupeKey)
-        .where('dedupe_unique', '=', true)
-        .where('id', '<>', exceptId)
-        .limit(1)
-        .modifyEnd(PREPARED)
-        .executeTakeFirst();
+      return (
+        tx
+          .selectFrom('records')
+          .select('id')
+          .where('account_id', '=', accountId)
+          .where('entity_id', '=', entityId)
+          .where('dedupe_key', '=', dedupeKey)
+          // As written in the index's condition, so that a generic plan can use it.
+          .where(sql<boolean>`dedupe_unique`)
+          .where('id', '<>', exceptId)
+          .limit(1)
+          .modifyEnd(PREPARED)
+          .executeTakeFirst()
+      );
     },
 
-    /** The oldest record with these duplicate-rule values. */
+    /**
+     * The oldest record with these duplicate-rule values. A record is in one of two partial
+     * indexes (migration 0033): `records_dedupe_unique` while a unique rule holds its key,
+     * `records_dedupe_shared` otherwise; each half names its index's condition as written there
+     * (a bound `false` would not prove it in a generic plan, which then reads the table).
+     */
     findByDedupeKey(accountId: string, entityId: string, dedupeKey: string, tx: Executor = db) {
-      return tx
-        .selectFrom('records')
-        .select(RECORD_COLUMNS)
-        .where('account_id', '=', accountId)
-        .where('entity_id', '=', entityId)
-        .where('dedupe_key', '=', dedupeKey)
+      const withKey = () =>
+        tx
+          .selectFrom('records')
+          .select(RECORD_COLUMNS)
+          .where('account_id', '=', accountId)
+          .where('entity_id', '=', entityId)
+          .where('dedupe_key', '=', dedupeKey);
+      return withKey()
+        .where(sql<boolean>`dedupe_unique`)
+        .unionAll(withKey().where(sql<boolean>`NOT dedupe_unique`))
         .orderBy('created_at')
         .limit(1)
         .modifyEnd(PREPARED)
