@@ -36,13 +36,13 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { EMBEDDED_AUTOVACUUM_INTERVAL_MS } from '../src/db/autovacuum.ts';
+import { onAFreePort, untilHealthy } from '../test/helpers/readiness.ts';
 import { DISTRIBUTION_PARTNERS, distributionIntakeScenario, setUpDistribution } from './distribution.ts';
 import { type EmbeddedFloorOptions, type FloorResult, measureBulkFloor } from './floor.ts';
 import { summarizeProfile } from './profile.ts';
@@ -206,18 +206,6 @@ function tempDir(prefix: string): string {
   return dir;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
 interface Server {
   name: string;
   process: ChildProcess;
@@ -233,7 +221,17 @@ async function startServer(
   nodeOptions: string[] = [],
   outputFile?: string,
 ): Promise<Server> {
-  const port = await freePort();
+  return onAFreePort((port) => startServerOnce(port, name, script, env, nodeOptions, outputFile));
+}
+
+async function startServerOnce(
+  port: number,
+  name: string,
+  script: string[],
+  env: Record<string, string>,
+  nodeOptions: string[],
+  outputFile: string | undefined,
+): Promise<Server> {
   const child = spawn(process.execPath, [...nodeOptions, ...script], {
     cwd: ROOT,
     env: {
@@ -255,22 +253,7 @@ async function startServer(
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${name} exited before it was ready:\n${output}`);
-    }
-    try {
-      if ((await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) })).ok) break;
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`${name} was not ready within 60 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await untilHealthy(name, url, { child, output: () => output }, 60_000);
   return { name, process: child, pid: child.pid!, url, output: () => output };
 }
 
