@@ -74,6 +74,8 @@ export interface ServiceDeps {
   now?: () => Date;
   /** Distribution runs: how long a start waits for first attempts (10 s), and the clock. */
   distribution?: { firstAttemptWaitMs?: number; now?: () => Date };
+  /** How long a process keeps an account's entity definitions (2 s; tests of one process shorten it). */
+  entityCacheTtlMs?: number;
 }
 
 /** The one place where repos and services are put together. */
@@ -90,6 +92,7 @@ export function createServices({
   signInLinkTtlMs,
   now,
   distribution: distributionOptions,
+  entityCacheTtlMs,
 }: ServiceDeps) {
   const outbound = createOutboundService(db, { allowPrivate: false, ...outboundOptions, secret });
   const auth = createAuthService({ repo: createAuthRepo(db), secret });
@@ -104,7 +107,13 @@ export function createServices({
     onAccountChanged: (accountId) => auth.forgetAccount(accountId),
   });
   const recordsRepo = createRecordsRepo(db);
-  const entities = createEntitiesService({ db, repo: createEntitiesRepo(db), records: recordsRepo, jobs });
+  const entities = createEntitiesService({
+    db,
+    repo: createEntitiesRepo(db),
+    records: recordsRepo,
+    jobs,
+    cacheTtlMs: entityCacheTtlMs,
+  });
   const sources = createSourcesService({ db, repo: createSourcesRepo(db), currentPublicUrl });
   const sessions = createSessionsService({
     db,

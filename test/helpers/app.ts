@@ -86,6 +86,11 @@ export interface TestAppOptions {
   bookingRateLimitPerMinute?: number;
   /** The built web console to serve (console/dist by default). */
   consoleDir?: string;
+  /**
+   * How long the entity definitions are cached (2 s by default); a changed duplicate rule's
+   * recompute starts 1 s after it.
+   */
+  entityCacheTtlMs?: number;
 }
 
 export async function startTestApp(kind: DatabaseKind, options: TestAppOptions = {}): Promise<TestApp> {
@@ -108,6 +113,7 @@ export async function startTestApp(kind: DatabaseKind, options: TestAppOptions =
     bookingLinkTtlMs: options.bookingLinkTtlMs,
     signInLinkTtlMs: options.signInLinkTtlMs,
     concurrentCreates: options.concurrentCreates,
+    entityCacheTtlMs: options.entityCacheTtlMs,
     outbound: {
       allowPrivate: options.fetchAllowPrivate ?? true,
       outboxDir: path.join(filesDir, 'outbox'),

@@ -330,6 +330,12 @@ export interface EntitiesServiceDeps {
   /** Writes the recompute job; every serving process has one (absent only in tests). */
   jobs?: JobEnqueuer;
   now?: () => number;
+  /**
+   * How long a process keeps an account's definitions (2 s). A changed duplicate rule's
+   * recompute starts 1 s after that, when every process reads the new rule; tests of a single
+   * process shorten it.
+   */
+  cacheTtlMs?: number;
 }
 
 /**
@@ -351,7 +357,14 @@ export function entityNamed(entities: readonly EntityDef[], keyOrId: string): En
   return undefined;
 }
 
-export function createEntitiesService({ db, repo, records, jobs, now = Date.now }: EntitiesServiceDeps) {
+export function createEntitiesService({
+  db,
+  repo,
+  records,
+  jobs,
+  now = Date.now,
+  cacheTtlMs = CACHE_TTL_MS,
+}: EntitiesServiceDeps) {
   const cache = new Map<string, { loadedAt: number; entities: EntityDef[] }>();
   const guards: DefinitionGuard[] = [];
 
@@ -361,7 +374,7 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
    */
   async function all(accountId: string, tx?: Executor): Promise<EntityDef[]> {
     const hit = cache.get(accountId);
-    if (hit && now() - hit.loadedAt < CACHE_TTL_MS) return hit.entities;
+    if (hit && now() - hit.loadedAt < cacheTtlMs) return hit.entities;
     const entities = await repo.loadAll(accountId, tx);
     cache.set(accountId, { loadedAt: now(), entities });
     // Bound the cache: accounts that stop sending fall out first.
@@ -587,7 +600,7 @@ export function createEntitiesService({ db, repo, records, jobs, now = Date.now 
       tx,
       recomputeDuplicateKeysJob,
       { accountId, entityId, version },
-      { startAfter: new Date(now() + CACHE_TTL_MS + 1_000) },
+      { startAfter: new Date(now() + cacheTtlMs + 1_000) },
     );
   }
 
