@@ -612,20 +612,18 @@ export function createRecordsRepo(db: Executor) {
       exceptId: string,
       tx: Executor = db,
     ) {
-      return (
-        tx
-          .selectFrom('records')
-          .select('id')
-          .where('account_id', '=', accountId)
-          .where('entity_id', '=', entityId)
-          .where('dedupe_key', '=', dedupeKey)
-          // As written in the index's condition, so that a generic plan can use it.
-          .where(sql<boolean>`dedupe_unique`)
-          .where('id', '<>', exceptId)
-          .limit(1)
-          .modifyEnd(PREPARED)
-          .executeTakeFirst()
-      );
+      // `dedupe_unique` as written in the index's condition, so that a generic plan can use it.
+      return tx
+        .selectFrom('records')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('entity_id', '=', entityId)
+        .where('dedupe_key', '=', dedupeKey)
+        .where(sql<boolean>`dedupe_unique`)
+        .where('id', '<>', exceptId)
+        .limit(1)
+        .modifyEnd(PREPARED)
+        .executeTakeFirst();
     },
 
     /**
