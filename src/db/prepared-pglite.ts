@@ -1,4 +1,5 @@
 import { type PGlite, parse, protocol, type QueryOptions } from '@electric-sql/pglite';
+import { SentOnceText } from './json.ts';
 import { preparedNameOf } from './prepared.ts';
 
 // PGlite's module is loaded only by a process that opens the embedded database (db/client.ts),
@@ -52,7 +53,11 @@ export function executeMarkedStatementsByNameOnPGlite(pglite: PGlite): void {
     return parse.parseResults(messages, pglite.parsers, options)[0]!;
   }
 
-  pglite.query = (async (text: string, params?: unknown[], options?: QueryOptions) => {
+  pglite.query = (async (text: string, given?: unknown[], options?: QueryOptions) => {
+    // A sent-once text (db/json.ts) is node-postgres's kind of value: PGlite is given the text.
+    const params = given?.some((value) => value instanceof SentOnceText)
+      ? given.map((value) => (value instanceof SentOnceText ? value.take() : value))
+      : given;
     const name = typeof text === 'string' ? preparedNameOf(text) : undefined;
     if (!name || options?.blob) return query(text, params, options);
     await pglite._checkReady();

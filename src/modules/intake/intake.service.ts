@@ -1267,7 +1267,9 @@ export function createIntakeService({
      * unique rule refused, answers `fallback` for the caller to take in on its own.
      * `logCall` makes the call's one log entry from the results as they will be when every new
      * record is written (called only when no entry falls back); the statement writes it with the
-     * records when they all are, and `logged` says so.
+     * records when they all are, and `logged` says so. `handovers` is emptied before the
+     * statement runs: nothing of an entry stays reachable through it while the statement is
+     * awaited.
      */
     async intakeBatch(
       ctx: IntakeContext,
@@ -1279,7 +1281,10 @@ export function createIntakeService({
       const results: BatchResult[] = handovers.map(() => ({ kind: 'fallback' }));
       const batch: { index: number; row: NewRecordRow; prepared: Prepared; handover: Handover }[] = [];
       const definitions = await entities.all(ctx.accountId);
-      for (const [index, handover] of handovers.entries()) {
+      // An index loop: `entries()` makes a pair for each entry, which the await in the loop keeps
+      // the compiler from doing without.
+      for (let index = 0; index < handovers.length; index++) {
+        const handover = handovers[index]!;
         try {
           refuseNodesBeyondPermissions(ctx, handover);
           const pending = prepareWith(ctx, handover, entityNamed(definitions, handover.entity));
@@ -1339,7 +1344,13 @@ export function createIntakeService({
         uncheckedKeyId,
       }));
       // What the answers need after the statement: nothing else of an entry is held meanwhile.
+      // The lists are emptied rather than left to go out of scope: a suspended async function
+      // keeps its locals (and the caller its handovers) until it ends, and objects alive across
+      // the statement's wait outlive two young-generation collections, are promoted, and then
+      // cost full collections (docs/decisions.md, "Nothing of an entry held during the wait").
       const written = batch.map(({ index, row }) => ({ index, id: row.id }));
+      batch.length = 0;
+      handovers.length = 0;
       const { created, keyRevoked, logged } = await createMany(ctx.accountId, items, callLog);
       if (keyRevoked.size > 0) refuseRevokedKey(ctx);
       if (ctx.key) ctx.key.checked = true;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { toJson } from '../../db/json.ts';
+import { toJson, toJsonSentOnce } from '../../db/json.ts';
 import { pastCursor } from '../../db/keyset.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import { lockNamed } from '../../db/transaction.ts';
@@ -227,7 +227,8 @@ export function createRecordsRepo(db: Executor) {
      * Creates many new records, each with its notes and intake log entry (an item without `log`
      * has none: a bulk call logs itself as one entry), in one statement.
      * Rows a unique rule refuses (external id, duplicate-rule values, also against each other)
-     * are skipped; the answer lists the ids that were created.
+     * are skipped; the answer lists the ids that were created. `items` is emptied once the
+     * statement's input is made, before it is sent.
      */
     async createManyInOneStatement(
       accountId: string,
@@ -371,6 +372,13 @@ export function createRecordsRepo(db: Executor) {
       // which for one or a few items cost more than the rows themselves.
       const anyAnswer = items.some((item) => item.answer);
       const anyNotes = items.some((item) => item.notes.length > 0);
+      const itemCount = items.length;
+      // Let go by the driver once sent, and the lists emptied, not only left behind: the
+      // caller's frames hold the same list while the statement is awaited, and what is held
+      // across that wait is promoted to the old generation.
+      const inputJson = toJsonSentOnce(input);
+      input.length = 0;
+      items.length = 0;
       const result = await sql<{
         created_ms: number | null;
         taken: string[];
@@ -393,7 +401,7 @@ export function createRecordsRepo(db: Executor) {
             COALESCE(key_id, ${sharedOf(shareable.key_id)}::uuid) AS key_id,
             COALESCE(created_by, ${sharedOf(shareable.created_by)}::text) AS created_by,
             answer_scope, answer_key, answer_hash, answer_status, answer_body, answer_ttl_hours
-          FROM jsonb_to_recordset(${toJson(input)}::jsonb) AS r(
+          FROM jsonb_to_recordset(${inputJson}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             notes jsonb, request_id text, endpoint text, entity_key text,
@@ -492,7 +500,7 @@ export function createRecordsRepo(db: Executor) {
           SELECT ${accountId}::uuid, time_ordered_uuid(), ${callLog.requestId}, ${callLog.endpoint}, ${callLog.outcome},
             ${callLog.statusCode}, ${callLog.recordId}::uuid, ${callLog.entityKey}, ${callLog.source},
             ${toJson(callLog.warnings)}::jsonb, ${callLog.error}, ${callLog.items ? toJson(callLog.items) : null}::jsonb
-          WHERE (SELECT count(*) FROM ins) = ${items.length}
+          WHERE (SELECT count(*) FROM ins) = ${itemCount}
         )`
             : sql``
         }
