@@ -372,7 +372,6 @@ export function createRecordsRepo(db: Executor) {
       // which for one or a few items cost more than the rows themselves.
       const anyAnswer = items.some((item) => item.answer);
       const anyNotes = items.some((item) => item.notes.length > 0);
-      const itemCount = items.length;
       // Let go by the driver once sent, and the lists emptied, not only left behind: the
       // caller's frames hold the same list while the statement is awaited, and what is held
       // across that wait is promoted to the old generation.
@@ -500,7 +499,7 @@ export function createRecordsRepo(db: Executor) {
           SELECT ${accountId}::uuid, time_ordered_uuid(), ${callLog.requestId}, ${callLog.endpoint}, ${callLog.outcome},
             ${callLog.statusCode}, ${callLog.recordId}::uuid, ${callLog.entityKey}, ${callLog.source},
             ${toJson(callLog.warnings)}::jsonb, ${callLog.error}, ${callLog.items ? toJson(callLog.items) : null}::jsonb
-          WHERE (SELECT count(*) FROM ins) = ${itemCount}
+          WHERE (SELECT count(*) FROM ins) = ${ids.length}
         )`
             : sql``
         }
