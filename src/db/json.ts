@@ -31,6 +31,15 @@ export class SentOnceText {
     return text;
   }
 
+  /**
+   * Another sent-once parameter of the same text, made before this one is sent: for a statement
+   * that may have to run again. It holds the text until it is sent in turn.
+   */
+  copy(): SentOnceText {
+    if (this.#text === null) throw new Error('a sent-once parameter was copied after it was sent');
+    return new SentOnceText(this.#text);
+  }
+
   /** node-postgres's hook for a value of its own kind, called as the value is written. */
   toPostgres(): string {
     return this.take();

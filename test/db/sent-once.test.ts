@@ -29,6 +29,20 @@ describe.each(TEST_DATABASES)('a sent-once text parameter on %s', (kind) => {
     }
   });
 
+  it('gives a copy made before it is sent, which a second statement sends in turn', async () => {
+    const { db } = database.handle;
+    const given = toJsonSentOnce(items);
+    const again = given.copy();
+    const read = (text: SentOnceText) =>
+      sql<{
+        count: number;
+      }>`SELECT count(*)::int AS count FROM jsonb_array_elements(${text}::jsonb) ${PREPARED}`.execute(db);
+    expect((await read(given)).rows).toEqual([{ count: 2 }]);
+    expect(() => given.copy()).toThrow('copied after it was sent');
+    expect((await read(again)).rows).toEqual([{ count: 2 }]);
+    expect(() => again.take()).toThrow('sent twice');
+  });
+
   it('has no JSON or string form, so that a path that would serialize it itself refuses it', () => {
     const given = new SentOnceText('{"a":1}');
     expect(() => JSON.stringify({ given })).toThrow('no JSON form');

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { decodeCursor, pageOf } from '../../lib/cursor.ts';
-import { EMAIL_ADDRESS, isUniqueViolation } from './checks.ts';
+import { EMAIL_ADDRESS } from './checks.ts';
 import { resolveCountry } from './countries.ts';
 import type { DistributionService } from './distribution.service.ts';
 import type { PartnerColumns, PartnerRow, PartnersRepo } from './partners.repo.ts';

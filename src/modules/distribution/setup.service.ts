@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db, Executor, ParticipationSchedule, RuleFilter } from '../../db/types.ts';
 import { AppError, type ValidationDetail } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
@@ -10,7 +11,7 @@ import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { EntityDef, FieldDef } from '../entities/entities.model.ts';
 import type { EntitiesService } from '../entities/entities.service.ts';
 import { checkUrl } from '../webhooks/webhooks.service.ts';
-import { EMAIL_ADDRESS, isUniqueViolation } from './checks.ts';
+import { EMAIL_ADDRESS } from './checks.ts';
 import { isCurrency } from './currencies.ts';
 import { rangeCanHold, sameValue } from './distribution.selection.ts';
 import type { PartnersRepo } from './partners.repo.ts';

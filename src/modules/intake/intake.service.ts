@@ -6,6 +6,7 @@ import { iso } from '../../http/schemas.ts';
 import { createBatcher } from '../../lib/batcher.ts';
 import { decodeCursor, encodeCursor, refuseUnstorableTimes, timeBound } from '../../lib/cursor.ts';
 import { timeOrderedId } from '../../lib/ids.ts';
+import { createRecentKeys } from '../../lib/recent-keys.ts';
 import { escapeUnstorable, truncate } from '../../lib/text.ts';
 import type { OutboundService } from '../../outbound/outbound.service.ts';
 import type { AuthService } from '../auth/auth.service.ts';
@@ -323,6 +324,13 @@ export interface IntakeServiceDeps {
  */
 const MAX_GROUPED_CREATES = 10;
 
+/**
+ * How long an account's grouped statements skip records a unique rule refuses from the start,
+ * after one met such a record; and for how many accounts at most this is remembered.
+ */
+const CONFLICTS_REMEMBERED_MS = 60_000;
+const CONFLICTS_REMEMBERED_MAX = 10_000;
+
 type ManyItem = Parameters<RecordsRepo['createManyInOneStatement']>[1][number];
 /** A handover of a batch: answered, refused, or left for the caller to take in on its own. */
 export type BatchResult =
@@ -362,10 +370,22 @@ export function createIntakeService({
   booking,
   distribution,
 }: IntakeServiceDeps) {
+  // Accounts whose grouped statements met a record a unique rule refused lately (a duplicate, an
+  // external id taken): theirs skip such records from the start, since a first run that fails on
+  // one is wasted work. The others insert first and run again only on a refusal.
+  const conflictsSeen = createRecentKeys({ forMs: CONFLICTS_REMEMBERED_MS, max: CONFLICTS_REMEMBERED_MAX });
+
   /** Writes new records in one statement, with their `record.created` messages when subscribed. */
   async function createMany(accountId: string, items: ManyItem[], callLog: IntakeLogEntry | null = null) {
     const webhooks = await outbound.subscribers(accountId, 'record.created');
-    const result = await records.createManyInOneStatement(accountId, items, webhooks, callLog);
+    const result = await records.createManyInOneStatement(
+      accountId,
+      items,
+      webhooks,
+      callLog,
+      !conflictsSeen.has(accountId),
+    );
+    if (result.conflicted) conflictsSeen.add(accountId);
     if (webhooks.length > 0 && result.created.size > 0) outbound.enqueued();
     return result;
   }

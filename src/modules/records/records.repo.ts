@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
-import { toJson, toJsonSentOnce } from '../../db/json.ts';
+import { type QueryResult, sql } from 'kysely';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { type SentOnceText, toJson, toJsonSentOnce } from '../../db/json.ts';
 import { pastCursor } from '../../db/keyset.ts';
 import { PREPARED } from '../../db/prepared.ts';
 import { lockNamed } from '../../db/transaction.ts';
@@ -27,6 +28,18 @@ export interface NewRecordRow {
   viewerIds: string[];
   /** Who created it, as the history names actors (`api:<key name>`, `source:<name>`, `user:<email>`). */
   createdBy: string;
+}
+
+/**
+ * The one row of a grouped creation: the earliest creation time (epoch ms; null when nothing
+ * was created) and the items not created, by why: answer key taken, API key revoked, refused by
+ * a unique rule.
+ */
+interface CreatedManyRow {
+  created_ms: number | null;
+  taken: string[];
+  revoked: string[];
+  refused: string[];
 }
 
 /** A value all items of a grouped statement share, or NOT_SHARED. */
@@ -261,14 +274,31 @@ export function createRecordsRepo(db: Executor) {
        * every item was created, as it then lists them; otherwise not written (`logged` false).
        */
       callLog: IntakeLogEntry | null = null,
+      /**
+       * Inserts the records as a plain INSERT first, which a record a unique rule refuses makes
+       * fail, and only then runs again skipping such records; false skips them from the start
+       * (for an account whose statements met such records lately).
+       */
+      optimistic = false,
     ): Promise<{
       created: Map<string, Date>;
       keyRevoked: Set<string>;
       answerKeyTaken: Set<string>;
       logged: boolean;
+      /** A unique rule refused at least one record (whether the first run failed or skipped it). */
+      conflicted: boolean;
+      /** How many times the statement ran: 2 when an optimistic first run failed on a refused record. */
+      runs: number;
     }> {
       if (items.length === 0)
-        return { created: new Map(), keyRevoked: new Set(), answerKeyTaken: new Set(), logged: false };
+        return {
+          created: new Map(),
+          keyRevoked: new Set(),
+          answerKeyTaken: new Set(),
+          logged: false,
+          conflicted: false,
+          runs: 0,
+        };
       // A value every item shares (a bulk call's entity, stage, source, key) is sent once as a
       // parameter of its own and left out of the items; a value left out of an item's JSON reads
       // as NULL in jsonb_to_recordset, so absent values are left out too rather than written as
@@ -376,14 +406,11 @@ export function createRecordsRepo(db: Executor) {
       // caller's frames hold the same list while the statement is awaited, and what is held
       // across that wait is promoted to the old generation.
       const inputJson = toJsonSentOnce(input);
+      // A first run that may fail keeps the text for a second one (held across the wait only then).
+      const again = optimistic ? inputJson.copy() : null;
       input.length = 0;
       items.length = 0;
-      const result = await sql<{
-        created_ms: number | null;
-        taken: string[];
-        revoked: string[];
-        refused: string[];
-      }>`
+      const statement = (skipConflicts: boolean, json: SentOnceText) => sql<CreatedManyRow>`
         WITH given AS (
           SELECT ord, id, COALESCE(entity_id, ${sharedOf(shareable.entity_id)}::uuid) AS entity_id, name, fields,
             COALESCE(source, ${sharedOf(shareable.source)}::text) AS source,
@@ -400,7 +427,7 @@ export function createRecordsRepo(db: Executor) {
             COALESCE(key_id, ${sharedOf(shareable.key_id)}::uuid) AS key_id,
             COALESCE(created_by, ${sharedOf(shareable.created_by)}::text) AS created_by,
             answer_scope, answer_key, answer_hash, answer_status, answer_body, answer_ttl_hours
-          FROM jsonb_to_recordset(${inputJson}::jsonb) AS r(
+          FROM jsonb_to_recordset(${json}::jsonb) AS r(
             ord int, id uuid, entity_id uuid, name text, fields jsonb, source text, source_id uuid, origin jsonb,
             external_id text, email_lc text, dedupe_key text, dedupe_unique boolean, pipeline_id uuid, stage_id uuid,
             notes jsonb, request_id text, endpoint text, entity_key text,
@@ -438,7 +465,7 @@ export function createRecordsRepo(db: Executor) {
             dedupe_key, dedupe_unique, pipeline_id, stage_id, CASE WHEN stage_id IS NULL THEN NULL ELSE now() END,
             created_by
           FROM input WHERE NOT claims ORDER BY ord
-          ON CONFLICT DO NOTHING
+          ${skipConflicts ? sql`ON CONFLICT DO NOTHING` : sql``}
           RETURNING id, created_at
         )${
           anyAnswer
@@ -507,7 +534,21 @@ export function createRecordsRepo(db: Executor) {
           ARRAY(SELECT id FROM live WHERE NOT EXISTS (SELECT 1 FROM input WHERE input.id = live.id))::text[] AS taken,
           ARRAY(SELECT id FROM given WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.id = given.id))::text[] AS revoked,
           ARRAY(SELECT id FROM input WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = input.id))::text[] AS refused
-        ${PREPARED}`.execute(db);
+        ${PREPARED}`;
+      // Without ON CONFLICT a record a unique rule refuses fails the whole statement, which then
+      // runs again skipping such records. Skipping costs every row a look-up in each unique
+      // index, a speculative insertion's lock and a WAL record confirming it: about an eighth of
+      // the database's CPU a row of a 100-record call (docs/decisions.md, "Bulk without ON
+      // CONFLICT first").
+      let failedOnConflict = false;
+      let result: QueryResult<CreatedManyRow>;
+      try {
+        result = await statement(!optimistic, inputJson).execute(db);
+      } catch (error) {
+        if (!again || !isUniqueViolation(error)) throw error;
+        failedOnConflict = true;
+        result = await statement(true, again).execute(db);
+      }
       const created = new Map<string, Date>();
       const { created_ms: createdMs, taken, revoked, refused } = result.rows[0]!;
       const keyRevoked = new Set(revoked);
@@ -530,6 +571,8 @@ export function createRecordsRepo(db: Executor) {
         keyRevoked,
         answerKeyTaken,
         logged: callLog !== null && created.size === ids.length,
+        conflicted: failedOnConflict || refused.length > 0,
+        runs: failedOnConflict ? 2 : 1,
       };
     },
 
