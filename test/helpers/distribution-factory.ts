@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, ParticipationSchedule, RuleFilter } from '../../src/db/types.ts';
 import { PARTICIPATION_WEBHOOK } from '../../src/modules/distribution/distribution.service.ts';
 import type { OutboundService } from '../../src/outbound/outbound.service.ts';
+import { entityIdOf } from './fixtures.ts';
 
 /** What the factory writes with: a database and the outbound engine (a TestApp has both). */
 export interface FactoryTarget {
@@ -41,19 +42,14 @@ export function distributionFactory(t: FactoryTarget, account: { id: string }) {
       entityKey: string,
       input: { returnDeadlineDays?: number; redistributeOnReturn?: boolean; enabled?: boolean } = {},
     ) {
-      const entity = await t.db
-        .selectFrom('entities')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where('key', '=', entityKey)
-        .executeTakeFirstOrThrow();
+      const entityId = await entityIdOf(t, accountId, entityKey);
       const id = randomUUID();
       await t.db
         .insertInto('distributions')
         .values({
           account_id: accountId,
           id,
-          entity_id: entity.id,
+          entity_id: entityId,
           name: entityKey,
           return_deadline_days: input.returnDeadlineDays ?? 14,
           redistribute_on_return: input.redistributeOnReturn ?? false,

@@ -47,6 +47,17 @@ export async function accountWithLeads(
   return account;
 }
 
+/** The id of the account's entity with this key. */
+export async function entityIdOf(t: Pick<TestApp, 'db'>, accountId: string, key: string): Promise<string> {
+  const entity = await t.db
+    .selectFrom('entities')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('key', '=', key)
+    .executeTakeFirstOrThrow();
+  return entity.id;
+}
+
 /** A record's history as the account reads it (the S1 lead view's latest events), newest first. */
 export async function historyOf(t: TestApp, key: string, recordId: string): Promise<string[]> {
   const response = await t.request({ method: 'GET', url: `/api/leads/${recordId}`, key });

@@ -3,7 +3,7 @@ import { timeOrderedId } from '../../src/lib/ids.ts';
 import { createRecordsRepo, type NewRecordRow } from '../../src/modules/records/records.repo.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads } from '../helpers/fixtures.ts';
+import { accountWithLeads, entityIdOf } from '../helpers/fixtures.ts';
 
 /**
  * A grouped creation inserts its records plainly first when told it may (`optimistic`), and only
@@ -19,20 +19,10 @@ describe.each(TEST_DATABASES)('grouped creation and unique rules on %s', (kind) 
     t = await startTestApp(kind);
     const account = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
     accountId = account.id;
-    entityId = await leadEntityOf(accountId);
+    entityId = await entityIdOf(t, accountId, 'lead');
     repo = createRecordsRepo(t.db);
   });
   afterAll(async () => t?.close());
-
-  async function leadEntityOf(account: string): Promise<string> {
-    const entity = await t.db
-      .selectFrom('entities')
-      .select('id')
-      .where('account_id', '=', account)
-      .where('key', '=', 'lead')
-      .executeTakeFirstOrThrow();
-    return entity.id;
-  }
 
   function rowFor(email: string, externalId: string | null = null): NewRecordRow {
     return {
@@ -161,7 +151,7 @@ describe.each(TEST_DATABASES)('grouped creation and unique rules on %s', (kind) 
   describe('security', () => {
     it('never refuses a record for another account’s record with the same values', async () => {
       const other = await accountWithLeads(t, { duplicateRule: { match: ['email'], action: 'update' } });
-      const theirs = { ...rowFor('shared@x.co'), entityId: await leadEntityOf(other.id) };
+      const theirs = { ...rowFor('shared@x.co'), entityId: await entityIdOf(t, other.id, 'lead') };
       await repo.createManyInOneStatement(other.id, itemsFor([theirs]), [], null, true);
       const ours = rowFor('shared@x.co');
       const result = await repo.createManyInOneStatement(accountId, itemsFor([ours]), [], null, true);

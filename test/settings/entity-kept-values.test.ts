@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEntitiesRepo } from '../../src/modules/entities/entities.repo.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads, LEAD_ENTITY } from '../helpers/fixtures.ts';
+import { accountWithLeads, entityIdOf, LEAD_ENTITY } from '../helpers/fixtures.ts';
 
 type Field = (typeof LEAD_ENTITY.fields)[number] & { format?: string; options?: string[] };
 
@@ -166,16 +166,11 @@ describe.each(TEST_DATABASES)('values kept through a changed definition on %s', 
     it('stops counting past its cap', async () => {
       const account = await accountWithLeads(t);
       for (let i = 0; i < 3; i++) await create(account, { company: `C${i}` });
-      const entity = await t.db
-        .selectFrom('entities')
-        .select('id')
-        .where('account_id', '=', account.id)
-        .where('key', '=', 'lead')
-        .executeTakeFirstOrThrow();
+      const entityId = await entityIdOf(t, account.id, 'lead');
       const repo = createEntitiesRepo(t.db);
-      expect(await repo.countHolding(account.id, entity.id, 'company', null, 10)).toBe(3);
-      expect(await repo.countHolding(account.id, entity.id, 'company', null, 1)).toBe(2);
-      expect(await repo.countHolding(account.id, entity.id, 'company', ['C1', 'C9'], 10)).toBe(1);
+      expect(await repo.countHolding(account.id, entityId, 'company', null, 10)).toBe(3);
+      expect(await repo.countHolding(account.id, entityId, 'company', null, 1)).toBe(2);
+      expect(await repo.countHolding(account.id, entityId, 'company', ['C1', 'C9'], 10)).toBe(1);
     });
   });
 

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/types.ts';
 import { type Role, roleAtLeast } from '../../http/auth.ts';
 import { AppError, type ErrorCode, type ValidationDetail } from '../../http/errors.ts';
@@ -1254,7 +1255,7 @@ export function createIntakeService({
         // A concurrent handover may create the same record between our look-up and our insert;
         // the unique index refuses ours, and a second pass finds and updates theirs.
         const result = await inTransaction().catch((error: unknown) => {
-          if ((error as { code?: string }).code === '23505') return inTransaction();
+          if (isUniqueViolation(error)) return inTransaction();
           throw error;
         });
         // An ignored duplicate keeps nothing of the handover, documents included.

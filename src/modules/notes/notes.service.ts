@@ -1,3 +1,4 @@
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
@@ -287,7 +288,7 @@ export function createNotesService({
         return { note: presentNote(note), replayed: false };
       } catch (error) {
         // Two requests with one key at once: the unique index let one in; answer with its note.
-        if (input.idempotencyKey && (error as { code?: string }).code === '23505') {
+        if (input.idempotencyKey && isUniqueViolation(error)) {
           const existing = await reads.findNoteByIdempotencyKey(sender.accountId, input.idempotencyKey);
           if (existing) return replay(existing);
         }
