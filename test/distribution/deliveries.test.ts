@@ -691,6 +691,13 @@ describe.each(TEST_DATABASES)('retiring a partner with deliveries pending on %s'
       .where('account_id', '=', world.account.id)
       .execute();
     await waitFor(() => staying.receiver.received.length >= 2);
+    // The receiver counts a request when it arrives; the delivery is `delivered` once the
+    // attempt's outcome is written after the answer, which a loaded machine can delay.
+    await waitFor(
+      async () => (await deliveries()).find((d) => d.partner === 'Staying')?.status === 'delivered',
+      10_000,
+      'the delivery to the staying partner written as delivered',
+    );
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(leaving.receiver.received).toHaveLength(1);
     expect((await deliveries()).map((d) => `${d.partner} ${d.status}`).sort()).toEqual([
