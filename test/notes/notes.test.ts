@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
-import { accountWithLeads, putEntity } from '../helpers/fixtures.ts';
+import { accountWithLeads, LEAD_ENTITY, putEntity } from '../helpers/fixtures.ts';
 
 describe.each(TEST_DATABASES)('notes on %s', (kind) => {
   let t: TestApp;
@@ -59,6 +59,57 @@ describe.each(TEST_DATABASES)('notes on %s', (kind) => {
       const response = await note({ email: 'mixed.case@b.CO', body: 'hi' });
       expect(response.json()).toMatchObject({ record_id: id, kind: 'general' });
       expect((await note({ email: 'mixed.case@b.co', entity: 'lead', body: 'scoped' })).statusCode).toBe(201);
+    });
+
+    it('finds records by email whether a unique rule keys them by that email alone or not, on both paths', async () => {
+      // A record under a unique rule on its email alone is indexed by that rule's key only
+      // (migration 0034); the others by their email. Notes without a key take the grouped
+      // statement, notes with one the single look-up: both must see both kinds.
+      const owner = await accountWithLeads(t);
+      const contact = {
+        ...LEAD_ENTITY,
+        name: 'Contact',
+        duplicate_rule: { match: ['email'], action: 'update' },
+      };
+      await putEntity(t, owner, 'contact', contact);
+      await putEntity(t, owner, 'deal', {
+        ...LEAD_ENTITY,
+        name: 'Deal',
+        duplicate_rule: { match: ['email', 'company'], action: 'ignore' },
+      });
+      const byRule = await create({ email: 'Both@b.co' }, owner, 'contact');
+      const stored = await t.db
+        .selectFrom('records')
+        .select(['dedupe_key', 'email_lc', 'dedupe_unique'])
+        .where('id', '=', byRule)
+        .executeTakeFirstOrThrow();
+      expect(stored).toEqual({ dedupe_key: 'both@b.co', email_lc: 'both@b.co', dedupe_unique: true });
+      const send = (body: Record<string, unknown>, keyed: string | null) =>
+        note(keyed === null ? body : { ...body, idempotency_key: keyed }, owner.apiKey);
+      for (const keyed of [null, 'only-one']) {
+        const alone = await send({ email: 'both@B.co', body: 'one' }, keyed);
+        expect(alone.statusCode).toBe(201);
+        expect(alone.json().record_id).toBe(byRule);
+      }
+      const byOtherRule = await create({ email: 'both@b.co', company: 'Acme' }, owner, 'deal');
+      const noRule = await create({ email: 'BOTH@b.co' }, owner, 'lead');
+      for (const keyed of [null, 'three']) {
+        const all = await send({ email: 'both@b.co', body: 'which?' }, keyed);
+        expect(all.statusCode).toBe(409);
+        expect(all.json().ids.sort()).toEqual([byRule, byOtherRule, noRule].sort());
+        for (const [entity, id] of [
+          ['contact', byRule],
+          ['deal', byOtherRule],
+          ['lead', noRule],
+        ] as const) {
+          const scoped = await send(
+            { email: 'both@b.co', entity, body: 'this one' },
+            keyed && `${keyed}-${entity}`,
+          );
+          expect(scoped.statusCode).toBe(201);
+          expect(scoped.json().record_id).toBe(id);
+        }
+      }
     });
 
     it('adds one note per idempotency key, by body or header', async () => {

@@ -66,6 +66,19 @@ describe.each(TEST_DATABASES)('duplicate keys follow a changed duplicate rule on
       const first = (await intake(t, account, { email: 'a@dk.test', phone: '+49 30 1111' })).json().id;
       const second = (await intake(t, account, { email: 'b@dk.test', phone: '+49 30 1111' })).json().id;
       const noPhone = (await intake(t, account, { email: 'c@dk.test' })).json().id;
+      // Notes find a record by email in the index that holds it: under the email rule the rule's
+      // unique key, after the change the email's own (migration 0034).
+      const noteFor = async (email: string) => {
+        const response = await t.request({
+          method: 'POST',
+          url: '/api/v1/notes',
+          key: account.apiKey,
+          body: { email, body: 'found' },
+        });
+        expect(response.statusCode).toBe(201);
+        return response.json().record_id as string;
+      };
+      expect(await noteFor('C@dk.test')).toBe(noPhone);
 
       const changed = await putRule(t, account, PHONE_RULE);
       expect(changed.statusCode).toBe(200);
@@ -89,6 +102,8 @@ describe.each(TEST_DATABASES)('duplicate keys follow a changed duplicate rule on
       // One of the two that share the new key holds it uniquely, so that intake finds the pair.
       expect([keys.get(first)?.unique, keys.get(second)?.unique].sort()).toEqual([false, true]);
       expect(keys.get(noPhone)).toEqual({ key: null, unique: false });
+      expect(await noteFor('c@dk.test')).toBe(noPhone);
+      expect(await noteFor('a@dk.test')).toBe(first);
 
       // The new rule holds for the old records: the same phone updates the oldest of them ...
       const repeated = await intake(t, account, { email: 'e@dk.test', phone: '+49 30 1111' });

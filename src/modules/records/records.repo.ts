@@ -120,6 +120,36 @@ function recordJsonOf(columns: { entityKey: unknown; name: unknown; fields: unkn
     'updated_at', to_char(ins.created_at AT TIME ZONE 'UTC', ${ISO_FORMAT}))`;
 }
 
+/**
+ * The ids and creation times of the oldest `limit` records of the account whose email-role value
+ * is `email` (lower-cased), of the entity `entityId` when that is not null. A record stands in one
+ * of two indexes by its address (migration 0034): in `records_dedupe_unique` when a unique
+ * duplicate rule keys it by that address alone, else in `records_email_rest`; each branch states
+ * its index's predicate as written there, so that the planner proves it. The second branch probes
+ * the unique index once per entity of the account (a handful).
+ */
+function emailMatches(
+  accountId: unknown,
+  email: unknown,
+  entityId: unknown,
+  limit: number,
+  guard = sql`true`,
+) {
+  return sql`SELECT m.id, m.created_at FROM (
+      (SELECT r.id, r.created_at FROM records r
+        WHERE ${guard} AND r.account_id = ${accountId}::uuid AND r.email_lc = ${email}::text
+          AND (NOT r.dedupe_unique OR r.dedupe_key IS DISTINCT FROM r.email_lc)
+          AND (${entityId}::uuid IS NULL OR r.entity_id = ${entityId}::uuid)
+        ORDER BY r.created_at LIMIT ${sql.lit(limit)})
+      UNION ALL
+      (SELECT r.id, r.created_at FROM entities e
+        JOIN records r ON r.account_id = e.account_id AND r.entity_id = e.id
+        WHERE ${guard} AND e.account_id = ${accountId}::uuid AND (${entityId}::uuid IS NULL OR e.id = ${entityId}::uuid)
+          AND r.dedupe_unique AND r.dedupe_key = ${email}::text AND r.email_lc = ${email}::text)
+    ) AS m
+    ORDER BY m.created_at, m.id LIMIT ${sql.lit(limit)}`;
+}
+
 /** The database refused an update for the duplicate rule's unique index (`records_dedupe_unique`). */
 export function isDuplicateValuesViolation(error: unknown): boolean {
   const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
@@ -867,10 +897,7 @@ export function createRecordsRepo(db: Executor) {
               WHERE given.key_live AND given.record_id IS NOT NULL AND r.account_id = ${accountId}
                 AND r.id = given.record_id AND (given.entity_id IS NULL OR r.entity_id = given.entity_id)
               UNION ALL (
-                SELECT r.id, r.created_at FROM records r
-                WHERE given.key_live AND given.record_id IS NULL AND r.account_id = ${accountId}
-                  AND r.email_lc = given.email_lc AND (given.entity_id IS NULL OR r.entity_id = given.entity_id)
-                ORDER BY r.created_at LIMIT 20
+                ${emailMatches(accountId, sql`given.email_lc`, sql`given.entity_id`, 20, sql`given.key_live AND given.record_id IS NULL`)}
               )
             ) AS m
           ) AS found ON true
@@ -1218,21 +1245,18 @@ export function createRecordsReadRepo(db: Executor) {
     },
 
     /** Records whose email-role value is this address (lower-cased), optionally of one entity. */
-    findByEmail(
+    async findByEmail(
       accountId: string,
       emailLc: string,
       entityId: string | undefined,
       limit: number,
       tx: Executor = db,
     ) {
-      let query = tx
-        .selectFrom('records')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where('email_lc', '=', emailLc);
-      if (entityId) query = query.where('entity_id', '=', entityId);
-      // Two fixed texts (with and without the entity), each prepared.
-      return query.orderBy('created_at').limit(limit).modifyEnd(PREPARED).execute();
+      const result = await sql<{
+        id: string;
+      }>`SELECT id FROM (${emailMatches(accountId, emailLc, entityId ?? null, limit)}) AS found
+        ${PREPARED}`.execute(tx);
+      return result.rows;
     },
 
     insertRecordToken(
