@@ -1,18 +1,10 @@
-import {
-  CompiledQuery,
-  DummyDriver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-  sql,
-} from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database, Db } from '../../src/db/types.ts';
 import { createRecordsReadRepo } from '../../src/modules/records/records.repo.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.ts';
 import { TEST_DATABASES } from '../helpers/databases.ts';
 import { accountWithLeads } from '../helpers/fixtures.ts';
+import { compiledBy, planOf } from '../helpers/plans.ts';
 
 /**
  * The plans PostgreSQL gives the record lists at scale (docs/decisions.md: "Speed at scale",
@@ -25,18 +17,6 @@ import { accountWithLeads } from '../helpers/fixtures.ts';
  * starting the scan at the cursor.
  */
 const RECORDS_PER_ACCOUNT = 40_000;
-
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  'Scan Direction'?: string;
-  Plans?: PlanNode[];
-}
-
-function nodesOf(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodesOf)];
-}
 
 describe.each(TEST_DATABASES.filter((kind) => kind === 'postgres'))('record list plans on %s', (kind) => {
   let t: TestApp;
@@ -62,26 +42,9 @@ describe.each(TEST_DATABASES.filter((kind) => kind === 'postgres'))('record list
 
   /** The statement `list` sends, compiled as the service compiles it, and its plan on the database. */
   async function planOfList(...args: Parameters<ReturnType<typeof createRecordsReadRepo>['list']>) {
-    const compiled: CompiledQuery[] = [];
-    const compiler = new Kysely<Database>({
-      dialect: {
-        createAdapter: () => new PostgresAdapter(),
-        createDriver: () => new DummyDriver(),
-        createIntrospector: (db) => new PostgresIntrospector(db),
-        createQueryCompiler: () => new PostgresQueryCompiler(),
-      },
-      log: (event) => {
-        compiled.push(event.query);
-      },
-    });
-    await createRecordsReadRepo(compiler satisfies Db).list(...args);
-    await compiler.destroy();
+    const compiled = await compiledBy((db) => createRecordsReadRepo(db).list(...args));
     expect(compiled).toHaveLength(1);
-    const query = compiled[0]!;
-    const explained = await t.db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${query.sql}`, [...query.parameters]),
-    );
-    return nodesOf(explained.rows[0]!['QUERY PLAN'][0].Plan);
+    return planOf(t, compiled[0]!);
   }
 
   async function rowAt(column: 'created_at' | 'updated_at', offset: number) {
