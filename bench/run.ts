@@ -14,6 +14,8 @@
  *                       targets hold in every round (4; 1 measures the pair of the table only)
  *   BENCH_GROWTH=1      seed BENCH_GROWTH_ROWS records and as many idempotency keys (1,000,000 each) and
  *                       re-run intake.single, intake.idempotent and notes.by_email
+ *   BENCH_GROWTH_ROUNDS  alternating rounds of each grown scenario and its empty twin (5); the verdict is
+ *                       the median of their ratios
  *   BENCH_SCENARIOS     comma-separated subset of the service scenarios (all); the baselines run when
  *                       any scenario but intake.webhook does (BENCH_SCENARIOS=intake.webhook runs only
  *                       the webhook pair: plain intake and intake with a subscription, back to back)
@@ -117,7 +119,7 @@ const WARMUP = intSetting('BENCH_WARMUP', 3, 0, 60);
 const LATENCY_ROUNDS = intSetting('BENCH_LATENCY_ROUNDS', 4, 1, 20);
 const GROWTH = process.env.BENCH_GROWTH === '1';
 const GROWTH_ROWS = intSetting('BENCH_GROWTH_ROWS', 1_000_000, 1, 50_000_000);
-const GROWTH_ROUNDS = intSetting('BENCH_GROWTH_ROUNDS', 3, 1, 20);
+const GROWTH_ROUNDS = intSetting('BENCH_GROWTH_ROUNDS', 5, 1, 20);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const SERVICE_EXTRA_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const SERVICE_OUTPUT = process.env.BENCH_SERVICE_OUTPUT || undefined;
@@ -922,10 +924,11 @@ async function benchDatabase(kind: 'postgres' | 'pglite'): Promise<DatabaseRun> 
    * measured. The rounds alternate the baseline and the service, the growth runs two services,
    * and the one measured last went on working after its run (requests autocannon left, and on
    * the embedded database an ANALYZE of the tables the run wrote, which its maintenance starts
-   * within 5 s): that work took CPU from the next run of the other. They are watched over a
-   * window longer than the maintenance interval.
+   * within 5 s, or, on a table of 100,000 rows or more, at its first quiet look, up to two
+   * intervals after the run): that work took CPU from the next run of the other. They are watched
+   * over a window longer than two maintenance intervals.
    */
-  const quiet = (other: Server) => settle(other.pid, 60_000, EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
+  const quiet = (other: Server) => settle(other.pid, 60_000, 2 * EMBEDDED_AUTOVACUUM_INTERVAL_MS + 500);
   const run = async (
     server: Server,
     scenario: Scenario,

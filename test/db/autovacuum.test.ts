@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runEmbeddedAutovacuum, tablesDueForMaintenance } from '../../src/db/autovacuum.ts';
+import {
+  createMaintenancePacing,
+  LARGE_TABLE_ROWS,
+  runEmbeddedAutovacuum,
+  tablesDueForMaintenance,
+} from '../../src/db/autovacuum.ts';
 import { type DatabaseHandle, openDatabase } from '../../src/db/client.ts';
 
 interface TableStats {
@@ -102,6 +107,106 @@ describe('embedded autovacuum (PGlite has no autovacuum daemon)', () => {
       { table: 'public."Odd ""name"""', action: 'analyze' },
     ]);
     expect(await tablesDueForMaintenance(pglite!)).toEqual([]);
+  });
+
+  describe('a table of 100,000 rows or more waits for a quiet look (its steps hold the one session long)', () => {
+    const analyzed = [{ table: 'public.grown', action: 'analyze' }];
+    /** A clock of the test's own: each look sees the time the test says has passed. */
+    let clock = 0;
+    /** The database ran statements for half the time since the last look: busy. */
+    async function busyFor(ms: number) {
+      await handle!.pglite!.query('SELECT pg_sleep($1)', [ms / 2 / 1000]);
+      clock += ms;
+    }
+    async function largeTable(rows = 120_000) {
+      const { pglite } = await open(3_600_000);
+      await pglite!.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(1, $1::int) n`, [
+        rows,
+      ]);
+      return pglite!;
+    }
+    /** The session's time running statements so far (ms), published first. */
+    async function activeTime() {
+      await handle!.pglite!.query('SELECT pg_stat_force_next_flush()');
+      const { rows } = await handle!.pglite!.query<{ active_time: number }>(
+        'SELECT active_time FROM pg_stat_database WHERE datname = current_database()',
+      );
+      return rows[0]!.active_time;
+    }
+
+    it('analyzes it at once while it was never analyzed, then at the first quiet look once due', async () => {
+      expect(LARGE_TABLE_ROWS).toBe(100_000);
+      const pglite = await largeTable();
+      const pacing = createMaintenancePacing({ now: () => clock });
+      // Never analyzed: a young table's step goes at once, busy or not.
+      await busyFor(100);
+      expect(await runEmbeddedAutovacuum(pglite, { pacing })).toEqual(analyzed);
+
+      await pglite.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(120001, 140000) n`);
+      await busyFor(100);
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual([]);
+      expect(await tablesDueForMaintenance(pglite, 0)).toEqual(analyzed);
+      await busyFor(100);
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual([]);
+      // Ten seconds without a statement: quiet.
+      clock += 10_000;
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual(analyzed);
+      expect(await tablesDueForMaintenance(pglite, 0)).toEqual([]);
+    });
+
+    it('does not take the first look for a quiet one (nothing to compare it with)', async () => {
+      const pglite = await largeTable();
+      expect(await runEmbeddedAutovacuum(pglite)).toEqual(analyzed);
+      await pglite.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(120001, 140000) n`);
+      const pacing = createMaintenancePacing({ now: () => clock });
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual([]);
+      clock += 10_000;
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual(analyzed);
+    });
+
+    it('waits no longer than its longest wait while the database stays busy', async () => {
+      const pglite = await largeTable();
+      const pacing = createMaintenancePacing({ now: () => clock, maxWaitMs: 1_000 });
+      expect(await runEmbeddedAutovacuum(pglite, { pacing })).toEqual(analyzed);
+      await pglite.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(120001, 140000) n`);
+      // Due from the first of these looks on; busy at every one.
+      for (let look = 0; look < 10; look++) {
+        await busyFor(100);
+        expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual([]);
+      }
+      await busyFor(100);
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual(analyzed);
+    });
+
+    it('vacuums it at a quiet look too, and its own steps do not count as the database busy', async () => {
+      const pglite = await largeTable(150_000);
+      const pacing = createMaintenancePacing({ now: () => clock });
+      expect(await runEmbeddedAutovacuum(pglite, { pacing })).toEqual(analyzed);
+      // More than 50 plus 20% dead; 119,000 rows stay.
+      await pglite.query('DELETE FROM grown WHERE id <= 31000');
+      await busyFor(100);
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual([]);
+      clock += 10_000;
+      const before = await activeTime();
+      expect(await runEmbeddedAutovacuum(pglite, { pacing, minIntervalMs: 0 })).toEqual([
+        { table: 'public.grown', action: 'vacuum' },
+      ]);
+      const after = await activeTime();
+      // The VACUUM's time is remembered as seen: the next look counts only what comes after it.
+      expect(after - before).toBeGreaterThan(5);
+      expect(after - pacing.last!.activeMs).toBeLessThan(1);
+      expect(pacing.last!.at).toBe(clock);
+    });
+
+    it('leaves a smaller table out of it: its step goes at once, busy or not', async () => {
+      const { pglite } = await open(3_600_000);
+      await pglite!.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(1, 90000) n`);
+      const pacing = createMaintenancePacing({ now: () => clock });
+      expect(await runEmbeddedAutovacuum(pglite!, { pacing })).toEqual(analyzed);
+      await pglite!.query(`INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(90001, 100000) n`);
+      await busyFor(100);
+      expect(await runEmbeddedAutovacuum(pglite!, { pacing, minIntervalMs: 0 })).toEqual(analyzed);
+    });
   });
 
   it('runs by itself on every embedded database the service opens, and stops with it', async () => {
