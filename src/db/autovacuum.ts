@@ -33,7 +33,7 @@ import type { PGlite } from '@electric-sql/pglite';
  * measured round a fifth of its requests. So a step on a table of `LARGE_TABLE_ROWS` rows or more
  * waits for a quiet look: one at which the database was busy with statements for at most a tenth
  * of the time since the look before (`pg_stat_database.active_time`, the pass's own steps left
- * out; an idle service with its workers uses about 1%). It waits at most
+ * out; an idle service with its workers uses under 1%). It waits at most
  * `EMBEDDED_MAINTENANCE_MAX_WAIT_MS`, so that a service busy without a pause still has its
  * statistics kept, with one such wait every few minutes. Smaller tables, and any table never
  * analyzed, go at once: their steps are short, and they are the young tables whose plans a stale
